@@ -1,0 +1,223 @@
+"""Launchers for the elementwise families: copy/cast, fill, unary, binary, where.
+
+Operands are strided views: any object with ``buffer`` (memory.Buffer), ``offset`` (elements),
+``shape``, ``strides`` (elements; 0 broadcasts, negative flips) and ``dtype`` (with ``name`` and
+``size``). Outputs of unary/binary/where are contiguous. Each launcher collapses dimensions that
+are contiguous in every operand, takes the vectorised contiguous kernel when all operands are
+dense and 16-byte aligned, and otherwise a strided kernel with 32-bit indexing where it fits.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Sequence
+
+from . import compiler, registry
+from .driver import CudaDevice
+from .launch import grid_for
+from .stream import CudaStream
+
+BLOCK = 256
+_INT32_MAX = 2**31 - 1
+_layout_structs = {n: struct.Struct(f"<{registry.MAX_DIMS}q{n * registry.MAX_DIMS}qi4x")
+                   for n in (1, 2, 3)}
+_modules: dict[tuple, compiler.LoadedModule] = {}
+
+
+def _module(spec_fn: Any, args: tuple, device: CudaDevice) -> compiler.LoadedModule:
+    key = (spec_fn, args, device.index)
+    mod = _modules.get(key)
+    if mod is None:
+        mod = _modules[key] = compiler.load(spec_fn(*args), device)
+    return mod
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    strides = []
+    acc = 1
+    for extent in reversed(shape):
+        strides.append(acc)
+        acc *= extent
+    return tuple(reversed(strides))
+
+
+def collapse(shape: Sequence[int], strides: Sequence[Sequence[int]]
+             ) -> tuple[list[int], list[list[int]]]:
+    """Drop size-1 dimensions and merge neighbours that are contiguous in every operand."""
+    out_shape: list[int] = []
+    out_strides: list[list[int]] = [[] for _ in strides]
+    for d, extent in enumerate(shape):
+        if extent == 1:
+            continue
+        if out_shape and all(st[-1] == s[d] * extent for st, s in zip(out_strides, strides)):
+            out_shape[-1] *= extent
+            for st, s in zip(out_strides, strides):
+                st[-1] = s[d]
+            continue
+        out_shape.append(extent)
+        for st, s in zip(out_strides, strides):
+            st.append(s[d])
+    return out_shape, out_strides
+
+
+def _pack_layout(shape: Sequence[int], strides: Sequence[Sequence[int]]) -> bytes:
+    pad = registry.MAX_DIMS - len(shape)
+    values = list(shape) + [1] * pad
+    for st in strides:
+        values += list(st) + [0] * pad
+    return _layout_structs[len(strides)].pack(*values, len(shape))
+
+
+def _fits_int32(n: int, shape: Sequence[int], strides: Sequence[Sequence[int]]) -> bool:
+    if n > _INT32_MAX:
+        return False
+    for st in strides:
+        if sum(abs(s) * (e - 1) for s, e in zip(st, shape)) > _INT32_MAX:
+            return False
+    return True
+
+
+def _ptr(view: Any) -> int:
+    return view.buffer.ptr + view.offset * view.dtype.size
+
+
+def _record_write(out: Any, stream: CudaStream) -> None:
+    buf = out.buffer
+    buf.last_write = stream
+    if buf.location != stream.device.index:
+        buf.set_location(stream.device.index)
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+def copy(src: Any, dst: Any, stream: CudaStream) -> None:
+    """dst[...] = src cast to dst's dtype; src may broadcast (stride 0) over dst's shape."""
+    n = 1
+    for e in dst.shape:
+        n *= e
+    if n == 0:
+        return
+    mod = _module(registry.copy_module, (src.dtype.name, dst.dtype.name), stream.device)
+    shape, (s_st, d_st) = collapse(dst.shape, (src.strides, dst.strides))
+    sp, dp = _ptr(src), _ptr(dst)
+    if len(shape) <= 1 and (not shape or (s_st[0] == 1 and d_st[0] == 1)):
+        vec = (sp | dp) % 16 == 0
+        k = mod.kernel_list[0 if vec else 1]
+        k(grid_for(n // (16 // max(src.dtype.size, dst.dtype.size)) if vec else n, BLOCK,
+                   stream.device), BLOCK, stream, sp, dp, n)
+    elif list(d_st) == list(contiguous_strides(shape)):
+        _launch_layout(mod, 2, 3, n, shape, [s_st], (src, dst), [sp, dp], stream)
+    else:
+        _launch_layout(mod, 4, 5, n, shape, [s_st, d_st], (src, dst), [sp, dp], stream)
+    _record_write(dst, stream)
+
+
+def fill(dst: Any, value_bytes: bytes, stream: CudaStream) -> None:
+    """Fill a contiguous view with one value, given as the dtype's raw bytes."""
+    n = 1
+    for e in dst.shape:
+        n *= e
+    if n == 0:
+        return
+    name = dst.dtype.name
+    mod = _module(registry.copy_module, (name, name), stream.device)
+    dp = _ptr(dst)
+    vec = dp % 16 == 0
+    k = mod.kernel_list[6 if vec else 7]
+    width = 16 // dst.dtype.size if vec else 1
+    k(grid_for(n // width, BLOCK, stream.device), BLOCK, stream, dp, value_bytes, n)
+    _record_write(dst, stream)
+
+
+def unary(op: str, a: Any, out: Any, stream: CudaStream) -> None:
+    n = 1
+    for e in out.shape:
+        n *= e
+    if n == 0:
+        return
+    mod = _module(registry.unary_module, (op, a.dtype.name), stream.device)
+    shape, (a_st,) = collapse(out.shape, (a.strides,))
+    ap, op_ = _ptr(a), _ptr(out)
+    if len(shape) <= 1 and (not shape or a_st[0] == 1):
+        vec = (ap | op_) % 16 == 0
+        width = 16 // max(a.dtype.size, out.dtype.size) if vec else 1
+        mod.kernel_list[0 if vec else 1](grid_for(n // width, BLOCK, stream.device), BLOCK,
+                                         stream, ap, op_, n)
+    else:
+        _launch_layout(mod, 2, 3, n, shape, [a_st], (a, out), [ap, op_], stream)
+    _record_write(out, stream)
+
+
+def binary(op: str, a: Any, b: Any, out: Any, stream: CudaStream) -> None:
+    """out = op(a, b); a and b have out's shape (broadcast by stride 0) and one dtype."""
+    n = 1
+    for e in out.shape:
+        n *= e
+    if n == 0:
+        return
+    mod = _module(registry.binary_module, (op, a.dtype.name), stream.device)
+    shape, (a_st, b_st) = collapse(out.shape, (a.strides, b.strides))
+    ap, bp, op_ = _ptr(a), _ptr(b), _ptr(out)
+    if len(shape) <= 1:
+        sa = not shape or a_st[0] == 0
+        sb = not shape or b_st[0] == 0
+        dense_a = not shape or a_st[0] in (0, 1)
+        dense_b = not shape or b_st[0] in (0, 1)
+        if dense_a and dense_b and not (sa and sb and shape):
+            if sa and sb:  # a single element
+                sa = sb = False
+            variant = 1 if sa else 2 if sb else 0
+            vec = ((0 if sa else ap) | (0 if sb else bp) | op_) % 16 == 0
+            width = 16 // max(a.dtype.size, out.dtype.size) if vec else 1
+            mod.kernel_list[variant + (0 if vec else 3)](
+                grid_for(n // width, BLOCK, stream.device), BLOCK, stream, ap, bp, op_, n)
+            _record_write(out, stream)
+            return
+    _launch_layout(mod, 6, 7, n, shape or [1], [a_st or [0], b_st or [0]], (a, b, out),
+                   [ap, bp, op_], stream)
+    _record_write(out, stream)
+
+
+def where(cond: Any, a: Any, b: Any, out: Any, stream: CudaStream) -> None:
+    """out = cond ? a : b, every input broadcast to out's shape by its strides."""
+    n = 1
+    for e in out.shape:
+        n *= e
+    if n == 0:
+        return
+    mod = _module(registry.where_module, (a.dtype.name,), stream.device)
+    shape, sts = collapse(out.shape, (cond.strides, a.strides, b.strides))
+    _launch_layout(mod, 0, 1, n, shape or [1], [s or [0] for s in sts], (cond, a, b, out),
+                   [_ptr(cond), _ptr(a), _ptr(b), _ptr(out)], stream)
+    _record_write(out, stream)
+
+
+def _launch_layout(mod: compiler.LoadedModule, index32: int, index64: int, n: int,
+                   shape: list[int], layout: list[list[int]], views: Sequence[Any],
+                   ptrs: list[int], stream: CudaStream) -> None:
+    """A strided launch. ``layout`` holds the strides the kernel takes (its inputs', and for
+    copy_general the destination's); ``views`` and ``ptrs`` are every operand, the output last.
+    Rank beyond MAX_DIMS is split into a Python loop over the leading dimensions."""
+    if len(shape) > registry.MAX_DIMS:
+        lead = len(shape) - registry.MAX_DIMS
+        inner = shape[lead:]
+        inner_n = 1
+        for e in inner:
+            inner_n *= e
+        all_strides = layout + ([] if len(layout) == len(ptrs) else
+                                [list(contiguous_strides(shape))])
+        for idx in range(n // inner_n):
+            rem = idx
+            offs = [0] * len(ptrs)
+            for d in range(lead - 1, -1, -1):
+                rem, r = divmod(rem, shape[d])
+                for k, st in enumerate(all_strides):
+                    offs[k] += r * st[d]
+            sub = [p + o * v.dtype.size for p, o, v in zip(ptrs, offs, views)]
+            _launch_layout(mod, index32, index64, inner_n, inner,
+                           [st[lead:] for st in layout], views, sub, stream)
+        return
+    kernel = mod.kernel_list[index32 if _fits_int32(n, shape, layout) else index64]
+    kernel(grid_for(n, BLOCK, stream.device), BLOCK, stream, *ptrs, n,
+           _pack_layout(shape, layout))
