@@ -1,0 +1,23 @@
+"""``import pycudamlx.core as mx``: MLX's ``mlx.core`` API on NVIDIA GPUs and the CPU."""
+
+from __future__ import annotations
+
+from .. import __version__
+from ..dtypes import (  # noqa: F401
+    Dtype, DtypeCategory, bfloat16, bool_, can_cast, complex64, complexfloating, finfo,
+    float16, float32, float64, floating, generic, iinfo, inexact, int8, int16, int32, int64,
+    integer, isdtype, issubdtype, number, result_type, signedinteger, uint8, uint16, uint32,
+    uint64, unsignedinteger,
+)
+from ._base import AxisError  # noqa: F401
+from .array import array  # noqa: F401
+from .device import (  # noqa: F401
+    Device, DeviceType, Stream, StreamContext, cpu, default_device, default_stream,
+    device_count, device_info, gpu, is_available, new_stream, set_default_device,
+    set_default_stream, stream, synchronize,
+)
+from .evaluation import async_eval, eval  # noqa: F401
+
+# Op families: each module lists its public functions in __all__.
+from .elementwise import *  # noqa: F401,F403,E402
+from .creation import *  # noqa: F401,F403,E402

@@ -24,6 +24,8 @@ from ... import _env
 log = logging.getLogger(__name__)
 
 _MAGIC = b"PYCUDAMLX-KERNEL-1\n"
+#: Entries live in subdirectories named by the first two hex digits of their key.
+_SUBDIR_GLOB = "[0-9a-f][0-9a-f]"
 
 
 class CacheDirError(RuntimeError):
@@ -168,7 +170,7 @@ class KernelCache:
     def entries(self) -> list[Path]:
         if not self.directory.is_dir():
             return []
-        return sorted(self.directory.glob("??/*.bin"))
+        return sorted(self.directory.glob(f"{_SUBDIR_GLOB}/*.bin"))
 
     def size_bytes(self) -> int:
         total = 0
@@ -184,14 +186,18 @@ class KernelCache:
         removed = 0
         if not self.directory.is_dir():
             return 0
-        for p in list(self.directory.glob("??/*")):
-            try:
-                p.unlink()
-                if p.suffix == ".bin":
-                    removed += 1
-            except OSError as exc:
-                log.warning("could not remove %s: %s", p, exc)
-        for sub in self.directory.glob("??"):
+        # Only what put() writes (*.bin and .tmp-* files in hex-named subdirectories), so a --dir
+        # pointed at the wrong directory by mistake does not lose the files that live there.
+        subdirs = [s for s in self.directory.glob(_SUBDIR_GLOB) if s.is_dir()]
+        for sub in subdirs:
+            for p in list(sub.glob("*.bin")) + list(sub.glob(".tmp-*")):
+                try:
+                    p.unlink()
+                    if p.suffix == ".bin":
+                        removed += 1
+                except OSError as exc:
+                    log.warning("could not remove %s: %s", p, exc)
+        for sub in subdirs:
             try:
                 sub.rmdir()
             except OSError:

@@ -85,13 +85,18 @@ def _error_strings(code: int) -> tuple[str, str]:
         return f"CUDA_ERROR_{code}", ""
     try:
         enum = cu.CUresult(code)
-        name_res, name = cu.cuGetErrorName(enum)
-        desc_res, desc = cu.cuGetErrorString(enum)
-        name_s = name.decode() if name_res == 0 and name else getattr(enum, "name", str(code))
-        desc_s = desc.decode() if desc_res == 0 and desc else ""
-        return name_s, desc_s
     except Exception:  # an unknown code: still report it
         return f"CUDA_ERROR_{code}", ""
+    # The enum knows the name even when the driver cannot be asked (gone, or never loaded).
+    fallback = str(getattr(enum, "name", f"CUDA_ERROR_{code}"))
+    try:
+        name_res, name = cu.cuGetErrorName(enum)
+        desc_res, desc = cu.cuGetErrorString(enum)
+    except Exception:
+        return fallback, ""
+    name_s = name.decode() if name_res == 0 and name else fallback
+    desc_s = desc.decode() if desc_res == 0 and desc else ""
+    return name_s, desc_s
 
 
 def raise_for(result: Any, call: str) -> None:

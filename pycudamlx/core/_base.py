@@ -1,0 +1,110 @@
+"""Shared plumbing of the op functions: operand conversion, promotion, broadcasting, axes.
+
+Everything here runs on every op call, so it is lookups in tables built once and small caches.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..graph.primitives.elementwise import AsType
+from . import device as dev
+from .array import array, from_data, make
+
+
+class AxisError(ValueError, IndexError):
+    """An axis out of range: both a ValueError and an IndexError, as numpy's AxisError."""
+
+
+_broadcast_cache: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...]] = {}
+
+
+def _fmt_shape(shape: tuple[int, ...]) -> str:
+    return "(" + ",".join(str(e) for e in shape) + ")"
+
+
+def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """The broadcast of two shapes; ValueError naming both, as MLX's."""
+    key = (a, b)
+    out = _broadcast_cache.get(key)
+    if out is not None:
+        return out
+    n = max(len(a), len(b))
+    pa = (1,) * (n - len(a)) + a
+    pb = (1,) * (n - len(b)) + b
+    res = []
+    for x, y in zip(pa, pb):
+        if x == y or y == 1:
+            res.append(x)
+        elif x == 1:
+            res.append(y)
+        else:
+            raise ValueError(f"[broadcast_shapes] Shapes {_fmt_shape(a)} and {_fmt_shape(b)} "
+                             "cannot be broadcast.")
+    out = tuple(res)
+    if len(_broadcast_cache) < 4096:
+        _broadcast_cache[key] = out
+    return out
+
+
+def constant(value: Any, dtype: dt.Dtype) -> array:
+    """An evaluated 0-d array holding a Python scalar converted to ``dtype``."""
+    with np.errstate(all="ignore"):
+        if dtype.kind in "iu" and isinstance(value, (int, np.integer)) and not isinstance(
+                value, bool):
+            # Python ints wrap into the array's dtype as MLX does (uint64 + -1).
+            data = np.array(int(value) % (1 << (8 * dtype.size)), dtype=np.uint64).astype(
+                dtype.np_dtype) if (int(value) < 0 and dtype.kind == "u") else np.array(
+                value, dtype=dtype.np_dtype)
+        elif dtype.kind in "iub" and isinstance(value, (float, complex, np.floating)):
+            data = np.array(value).astype(dtype.np_dtype)
+        else:
+            data = np.array(value, dtype=dtype.np_dtype)
+    return from_data(data, dtype)
+
+
+def as_array(x: Any, dtype: dt.Dtype | None = None) -> array:
+    """``x`` as an array (scalars and sequences converted as ``mx.array`` would)."""
+    if isinstance(x, array):
+        return x
+    return array(x, dtype)
+
+
+def astype(a: array, dtype: dt.Dtype, stream: Any = None) -> array:
+    """``a`` converted to ``dtype`` (the same array when it already is)."""
+    if a._dtype is dtype:
+        return a
+    return make(AsType(dtype), (a,), a._shape, dtype, dev.resolve_stream(stream))
+
+
+def promote_operands(a: Any, b: Any, op_name: str | None = None
+                     ) -> tuple[array, array, dt.Dtype]:
+    """Two operands as arrays of their common dtype, with Python scalars weak as in MLX."""
+    a_is = isinstance(a, array)
+    b_is = isinstance(b, array)
+    if a_is and b_is:
+        dtype = dt.promote_types(a._dtype, b._dtype)
+    elif a_is:
+        dtype = dt.scalar_result_dtype(a._dtype, b, op_name)
+        b = constant(b, dtype) if not hasattr(b, "__len__") and not isinstance(
+            b, np.ndarray) else array(b, dtype)
+    elif b_is:
+        dtype = dt.scalar_result_dtype(b._dtype, a, op_name)
+        a = constant(a, dtype) if not hasattr(a, "__len__") and not isinstance(
+            a, np.ndarray) else array(a, dtype)
+    else:
+        dtype = dt.promote_types(dt.operand_dtype(a), dt.operand_dtype(b))
+        a = array(a, dtype)
+        b = array(b, dtype)
+    return a, b, dtype
+
+
+def normalize_axis(axis: int, ndim: int, fn: str = "") -> int:
+    """A non-negative axis; AxisError (ValueError and IndexError) when out of range."""
+    if not -ndim <= axis < ndim:
+        prefix = f"[{fn}] " if fn else ""
+        raise AxisError(f"{prefix}Invalid axis {axis} for array with {ndim} dimensions.")
+    return axis + ndim if axis < 0 else axis

@@ -1,0 +1,37 @@
+"""``mx.eval`` and ``mx.async_eval``: evaluate arrays found anywhere in nested containers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..graph.evaluate import evaluate
+from .array import array
+
+
+def _collect(tree: Any, out: list[array]) -> None:
+    stack = [tree]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, array):
+            out.append(x)
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+        elif x is None or isinstance(x, (bool, int, float, complex, str)):
+            continue
+        else:
+            raise ValueError("[eval] Invalid argument: expected arrays or trees of arrays "
+                             f"(lists, tuples, dicts), got {type(x).__name__}.")
+
+
+def eval(*args: Any) -> None:  # noqa: A001 - MLX's name
+    """Evaluate every array in ``args`` (arrays or trees of them)."""
+    roots: list[array] = []
+    _collect(args, roots)
+    evaluate(roots)
+
+
+def async_eval(*args: Any) -> None:
+    """Queue the evaluation; GPU work is asynchronous, so this is ``eval`` without a host wait."""
+    eval(*args)

@@ -1,0 +1,126 @@
+"""Evaluation of the lazy graph: an iterative topological walk, each node evaluated once.
+
+Nodes are the arrays themselves (see core/array.py): an unevaluated array holds ``_prim``,
+``_inputs`` and ``_stream``; once evaluated it holds ``_data`` (a numpy array for the CPU, a
+GpuArray for the GPU) and drops its inputs, so intermediate buffers free by reference counting
+as soon as their last consumer ran. The walk keeps no references to finished nodes.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterable
+
+import numpy as np
+
+from .. import _env
+from .primitive import StrictGpuError
+
+_lock = threading.RLock()
+
+
+def _gpu():
+    from ..backend.cuda import array as gpu_array
+
+    return gpu_array
+
+
+def to_numpy(a: Any) -> np.ndarray:
+    """The evaluated data of ``a`` as numpy (a zero-copy view of managed memory where possible)."""
+    data = a._data
+    if isinstance(data, np.ndarray):
+        return data
+    return data.to_numpy()
+
+
+def to_gpu(a: Any, cuda_stream: Any) -> Any:
+    """The evaluated data of ``a`` as a GpuArray on ``cuda_stream``'s device (uploads once)."""
+    data = a._data
+    if isinstance(data, np.ndarray):
+        g = _gpu().from_numpy(data, a._dtype, cuda_stream)
+        a._data = g  # managed memory serves the host too; keep one copy
+        return g
+    if data.buffer.device is not cuda_stream.device:
+        host = data.to_numpy()
+        g = _gpu().from_numpy(np.ascontiguousarray(host), a._dtype, cuda_stream)
+        return g
+    writer = data.buffer.last_write
+    if writer is not None and writer is not cuda_stream:
+        # Written on another stream: this stream waits for it on the GPU.
+        cuda_stream.wait(writer.record() if hasattr(writer, "record") else writer)
+    return data
+
+
+def _run(node: Any) -> None:
+    prim = node._prim
+    inputs = node._inputs
+    stream = node._stream
+    sib = node._siblings
+    if sib is None:
+        outs = ((node._shape, node._dtype),)
+        targets = (node,)
+    else:
+        targets = tuple(ref() for ref in sib.refs)
+        outs = sib.specs
+    if stream.device.type.value == 1:  # gpu
+        cuda_stream = stream.cuda_stream()
+        if prim.gpu_kernel:
+            results = prim.eval_gpu([to_gpu(i, cuda_stream) for i in inputs], outs, cuda_stream)
+            for i in inputs:
+                i._data.buffer.last_use = cuda_stream
+        else:
+            if _env.STRICT_GPU:
+                raise StrictGpuError(
+                    f"{prim.name} has no GPU kernel and would run on the host "
+                    "(PYCUDAMLX_STRICT_GPU=1)")
+            host = prim.eval_cpu([to_numpy(i) for i in inputs], outs)
+            results = [_gpu().from_numpy(np.asarray(r, dtype=spec[1].np_dtype).reshape(spec[0]),
+                                         spec[1], cuda_stream) for r, spec in zip(host, outs)]
+    else:
+        host = prim.eval_cpu([to_numpy(i) for i in inputs], outs)
+        results = []
+        for r, (shape, dtype) in zip(host, outs):
+            r = np.asarray(r)
+            if r.dtype != dtype.np_dtype:
+                r = r.astype(dtype.np_dtype)
+            if r.shape != shape:
+                r = r.reshape(shape)
+            results.append(r)
+    for t, r in zip(targets, results):
+        if t is not None:
+            t._data = r
+            t._prim = None
+            t._inputs = ()
+            t._siblings = None
+
+
+def evaluate(roots: Iterable[Any]) -> None:
+    """Evaluate every unevaluated array reachable from ``roots``, inputs first."""
+    stack = [r for r in roots if r._data is None]
+    if not stack:
+        return
+    with _lock:
+        order: list[Any] = []
+        seen: set[int] = set()
+        # Iterative post-order DFS: a node is appended after all of its inputs.
+        work: list[tuple[Any, bool]] = [(r, False) for r in stack]
+        while work:
+            node, expanded = work.pop()
+            if expanded:
+                order.append(node)
+                continue
+            key = id(node)
+            if key in seen or node._data is not None:
+                continue
+            seen.add(key)
+            work.append((node, True))
+            for inp in node._inputs:
+                if inp._data is None and id(inp) not in seen:
+                    work.append((inp, False))
+        del work, seen
+        for i in range(len(order)):
+            node = order[i]
+            order[i] = None  # let intermediates go once their consumers ran
+            if node._data is None:
+                _run(node)
+            del node

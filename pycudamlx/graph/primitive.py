@@ -1,0 +1,48 @@
+"""Primitive: what an op node computes, declared once with one implementation per backend.
+
+A primitive gets the evaluated inputs and the (shape, dtype) of each output, decided when the op
+was built. ``eval_cpu`` takes and returns numpy arrays; ``eval_gpu`` takes and returns GpuArrays
+and launches kernels on a CUDA stream. A primitive without a GPU kernel yet runs its CPU
+implementation on the host's view of managed memory (``gpu_kernel = False``); with
+PYCUDAMLX_STRICT_GPU=1 that fallback raises instead, so GPU tests prove that kernels ran.
+Slots for later transforms (vjp, jvp, vmap) live here too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import dtypes as dt
+
+OutSpec = tuple[tuple[int, ...], dt.Dtype]
+
+
+class StrictGpuError(RuntimeError):
+    """PYCUDAMLX_STRICT_GPU=1 and an op on a GPU stream would have run on the host."""
+
+
+class Primitive:
+    """Base class. Subclasses set ``name`` and implement ``eval_cpu`` (and ``eval_gpu``)."""
+
+    __slots__ = ()
+    name = "primitive"
+    #: True when eval_gpu launches kernels (False: host fallback on GPU streams).
+    gpu_kernel = False
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]
+                 ) -> list[np.ndarray]:
+        raise NotImplementedError(f"{self.name} has no CPU implementation")
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any
+                 ) -> list[Any]:
+        raise NotImplementedError(f"{self.name} has no GPU implementation")
+
+    # Later transforms (autodiff, vmap) attach rules here.
+    vjp = None
+    jvp = None
+    vmap = None
+
+    def __repr__(self) -> str:
+        return self.name

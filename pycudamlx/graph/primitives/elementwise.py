@@ -1,0 +1,126 @@
+"""Elementwise primitives: unary and binary ops from the op table, astype, where.
+
+Inputs reach a primitive already promoted to one dtype (the op functions insert ``astype``);
+broadcasting happens here, as stride-0 views, so no broadcast input is ever materialised.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ... import dtypes as dt
+from ...backend import optable
+from ..primitive import OutSpec, Primitive
+
+
+def _cuda():
+    from ...backend.cuda import array as gpu_array, elementwise as launch
+
+    return gpu_array, launch
+
+
+def broadcast_view(x: Any, shape: tuple[int, ...]) -> Any:
+    """A GpuArray view of ``x`` broadcast to ``shape`` (stride 0 where it is broadcast)."""
+    if x.shape == shape:
+        return x
+    lead = len(shape) - len(x.shape)
+    strides = [0] * lead + [0 if e == 1 and t != 1 else s
+                            for e, s, t in zip(x.shape, x.strides, shape[lead:])]
+    return x.view(x.offset, shape, tuple(strides))
+
+
+class Unary(Primitive):
+    __slots__ = ("op", "name")
+    gpu_kernel = True
+
+    def __init__(self, op: optable.ElementwiseOp) -> None:
+        self.op = op
+        self.name = op.name
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        with np.errstate(all="ignore"):
+            return [self.op.numpy(inputs[0])]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, launch = _cuda()
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        launch.unary(self.op.name, inputs[0], out, stream)
+        return [out]
+
+
+class Binary(Primitive):
+    __slots__ = ("op", "name")
+    gpu_kernel = True
+
+    def __init__(self, op: optable.ElementwiseOp) -> None:
+        self.op = op
+        self.name = op.name
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        with np.errstate(all="ignore"):
+            return [self.op.numpy(inputs[0], inputs[1])]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, launch = _cuda()
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        launch.binary(self.op.name, broadcast_view(inputs[0], shape),
+                      broadcast_view(inputs[1], shape), out, stream)
+        return [out]
+
+
+def cast_numpy(x: np.ndarray, dtype: dt.Dtype) -> np.ndarray:
+    """numpy astype with MLX's results where C++ leaves it undefined: NaN -> 0 and saturation
+    for float -> integer (what the GPU kernels do too)."""
+    target = dtype.np_dtype
+    if dtype.kind in "iu" and x.dtype.kind in "fc":
+        src = x.real if x.dtype.kind == "c" else x
+        src = src.astype(np.float64)
+        info = np.iinfo(target)
+        src = np.where(np.isnan(src), 0, np.clip(src, info.min, info.max))
+        return src.astype(target)
+    if dtype is dt.bool_ and x.dtype.kind == "c":
+        return x != 0
+    if x.dtype.kind == "c" and dtype.kind in "f":
+        return x.real.astype(target)
+    with np.errstate(all="ignore"):
+        return x.astype(target)
+
+
+class AsType(Primitive):
+    __slots__ = ("dtype",)
+    name = "astype"
+    gpu_kernel = True
+
+    def __init__(self, dtype: dt.Dtype) -> None:
+        self.dtype = dtype
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        return [cast_numpy(inputs[0], self.dtype)]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, launch = _cuda()
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        launch.copy(broadcast_view(inputs[0], shape), out, stream)
+        return [out]
+
+
+class Where(Primitive):
+    __slots__ = ()
+    name = "where"
+    gpu_kernel = True
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        return [np.where(inputs[0], inputs[1], inputs[2])]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, launch = _cuda()
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        c, a, b = (broadcast_view(x, shape) for x in inputs)
+        launch.where(c, a, b, out, stream)
+        return [out]
