@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any
 
@@ -96,8 +97,6 @@ class CudaStream:
 
 def _destroy(handle: Any, fn_name: str) -> None:
     """Release a driver object unless the process is shutting down or the context is gone."""
-    import sys
-
     cu = driver._cu
     if cu is None or sys.is_finalizing() or driver._lost is not None:
         return
