@@ -159,6 +159,7 @@ def set_default_device(device: Device | DeviceType) -> None:
     _default_device = d
     _thread.device = None
     _thread.stream = None
+    _invalidate_default()
 
 
 def default_stream(device: Device | DeviceType) -> Stream:
@@ -181,6 +182,7 @@ def set_default_stream(stream: Stream) -> None:
     if not isinstance(stream, Stream):
         raise TypeError(f"set_default_stream expects a Stream, got {type(stream).__name__}")
     _default_streams[stream.device] = stream
+    _invalidate_default()
 
 
 def _take_index() -> int:
@@ -200,19 +202,33 @@ def new_stream(device: Device | DeviceType) -> Stream:
         return Stream(_take_index(), d)
 
 
+_cached_default: Stream | None = None
+
+
+def _invalidate_default() -> None:
+    global _cached_default
+    _cached_default = None
+
+
 def current_stream() -> Stream:
     """The stream an op without ``stream=`` runs on (hot path: keep it cheap)."""
+    global _cached_default
     s = getattr(_thread, "stream", None)
     if s is not None:
         return s
-    return default_stream(default_device())
+    s = _cached_default
+    if s is None:
+        s = _cached_default = default_stream(default_device())
+    return s
 
 
 def resolve_stream(stream: Stream | Device | DeviceType | None) -> Stream:
     """The stream for an op's ``stream=`` argument (None: the current default)."""
     if stream is None:
         s = getattr(_thread, "stream", None)
-        return s if s is not None else default_stream(default_device())
+        if s is not None:
+            return s
+        return _cached_default or current_stream()
     if isinstance(stream, Stream):
         return stream
     if isinstance(stream, (Device, DeviceType)):

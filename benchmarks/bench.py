@@ -1,0 +1,438 @@
+"""Benchmarks: pycudamlx against torch, CuPy and MLX's CUDA build, measured in one run.
+
+Bandwidth-bound ops are reported as TB/s (bytes read + written over median time) and as a
+fraction of the device-to-device copy bandwidth measured in the same run (cuMemcpyDtoD on 1 GiB).
+GPU times come from CUDA events around the work on the implementation's stream after warm-up
+(median of --reps); MLX's CUDA build exposes no events, so it is timed by the host clock around
+eval + synchronize, as FIELD-NOTES does. Per-op overhead is host time per op of
+``x = x + b`` on 1,024 elements, with a sync after every op and with one sync after 10,000.
+
+    python benchmarks/bench.py --json results.json        # all workloads, every peer present
+    python benchmarks/bench.py --only add_f32 --reps 5    # one workload
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+log = logging.getLogger("bench")
+
+GiB = 1 << 30
+
+
+# ------------------------------------------------------------------------------------------------
+# Implementations: each gives (prepare(np_arrays) -> handles, run(handles) -> result, timer)
+
+
+class Ours:
+    name = "pycudamlx"
+
+    def __init__(self) -> None:
+        import pycudamlx.core as mx
+        from pycudamlx.backend.cuda import driver, stream as st
+
+        self.mx = mx
+        self.dev = driver.get_device(0)
+        self.stream = mx.default_stream(mx.gpu).cuda_stream()
+        self.st = st
+
+    def time_gpu(self, fn: Callable[[], Any], reps: int) -> float:
+        e0, e1 = self.st.TimingEvent(self.dev), self.st.TimingEvent(self.dev)
+        out = fn()
+        self.mx.eval(out)
+        self.stream.synchronize()
+        times = []
+        for _ in range(reps):
+            e0.record(self.stream)
+            out = fn()
+            self.mx.eval(out)
+            e1.record(self.stream)
+            times.append(e0.elapsed_ms(e1))
+            del out
+        return statistics.median(times)
+
+    def sync(self) -> None:
+        self.stream.synchronize()
+
+
+class Torch:
+    name = "torch"
+
+    def __init__(self) -> None:
+        import torch
+
+        self.torch = torch
+
+    def time_gpu(self, fn: Callable[[], Any], reps: int) -> float:
+        t = self.torch
+        fn()
+        t.cuda.synchronize()
+        times = []
+        for _ in range(reps):
+            e0, e1 = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+            e0.record()
+            fn()
+            e1.record()
+            e1.synchronize()
+            times.append(e0.elapsed_time(e1))
+        return statistics.median(times)
+
+    def sync(self) -> None:
+        self.torch.cuda.synchronize()
+
+
+class Cupy:
+    name = "cupy"
+
+    def __init__(self) -> None:
+        import cupy
+
+        self.cp = cupy
+
+    def time_gpu(self, fn: Callable[[], Any], reps: int) -> float:
+        cp = self.cp
+        fn()
+        cp.cuda.Device().synchronize()
+        times = []
+        for _ in range(reps):
+            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+            e0.record()
+            fn()
+            e1.record()
+            e1.synchronize()
+            times.append(cp.cuda.get_elapsed_time(e0, e1))
+        return statistics.median(times)
+
+    def sync(self) -> None:
+        self.cp.cuda.Device().synchronize()
+
+
+class MlxCuda:
+    name = "mlx-cuda"
+
+    def __init__(self) -> None:
+        import mlx.core as mlx
+
+        if not mlx.is_available(mlx.gpu):
+            raise RuntimeError("MLX has no GPU backend here")
+        self.mx = mlx
+
+    def time_gpu(self, fn: Callable[[], Any], reps: int, batch: int = 1) -> float:
+        mx = self.mx
+        mx.eval(fn())
+        mx.synchronize()
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            outs = [fn() for _ in range(batch)]
+            mx.eval(outs)
+            mx.synchronize()
+            times.append((time.perf_counter() - t0) * 1e3 / batch)
+            del outs
+        return statistics.median(times)
+
+    def sync(self) -> None:
+        self.mx.synchronize()
+
+
+def load_impls(names: list[str]) -> dict[str, Any]:
+    impls = {}
+    for cls in (Ours, Torch, Cupy, MlxCuda):
+        if names and cls.name not in names:
+            continue
+        try:
+            impls[cls.name] = cls()
+        except Exception as exc:  # a peer that is not installed is reported, not fatal
+            log.warning("%s unavailable: %s", cls.name, exc)
+    return impls
+
+
+# ------------------------------------------------------------------------------------------------
+# Workloads
+
+
+def copy_bandwidth(impls: dict[str, Any], reps: int) -> float:
+    """cuMemcpyDtoD of 1 GiB through the driver (bytes read + written): the reference."""
+    from pycudamlx.backend.cuda import driver, memory, stream as st
+
+    dev = driver.get_device(0)
+    s = st.default_stream(dev)
+    cu = driver.init()
+    a = memory.allocate(GiB, dev, memory.DEVICE, s)
+    b = memory.allocate(GiB, dev, memory.DEVICE, s)
+    memory.memset(a, 7, s)
+    e0, e1 = st.TimingEvent(dev), st.TimingEvent(dev)
+    times = []
+    for i in range(reps + 2):
+        e0.record(s)
+        driver.call(cu.cuMemcpyDtoDAsync, b.ptr, a.ptr, GiB, s.handle)
+        e1.record(s)
+        if i >= 2:
+            times.append(e0.elapsed_ms(e1))
+    a.free()
+    b.free()
+    return 2 * GiB / (statistics.median(times) * 1e-3) / 1e12
+
+
+def _binary_workload(impls: dict[str, Any], reps: int, dtype: str, shape_a: tuple[int, ...],
+                     shape_b: tuple[int, ...], transpose_a: bool = False) -> dict[str, float]:
+    """TB/s of c = a + b (bytes: a and b read once each, c written once)."""
+    rng = np.random.default_rng(0)
+    np_dtype = {"float32": np.float32, "float16": np.float16}.get(dtype, np.float32)
+    host_a = rng.standard_normal(shape_a, dtype=np.float32).astype(np_dtype)
+    host_b = rng.standard_normal(shape_b, dtype=np.float32).astype(np_dtype)
+    out_shape = np.broadcast_shapes(host_a.T.shape if transpose_a else host_a.shape, host_b.shape)
+    nbytes = (host_a.nbytes + host_b.nbytes
+              + int(np.prod(out_shape)) * np.dtype(np_dtype).itemsize)
+    if dtype == "bfloat16":
+        nbytes = nbytes // 2
+    expected = None
+    results: dict[str, float] = {}
+    for name, impl in impls.items():
+        try:
+            if name == "pycudamlx":
+                mx = impl.mx
+                a = mx.array(host_a)
+                b = mx.array(host_b)
+                if dtype == "bfloat16":
+                    a, b = a.astype(mx.bfloat16), b.astype(mx.bfloat16)
+                mx.eval(a, b)
+                if transpose_a:
+                    a_op = mx.transpose(a) if hasattr(mx, "transpose") else None
+                    if a_op is None:
+                        continue
+                else:
+                    a_op = a
+                ms = impl.time_gpu(lambda: mx.add(a_op, b), reps)
+                got = np.asarray(mx.add(a_op, b).astype(mx.float32) if dtype == "bfloat16"
+                                 else mx.add(a_op, b))
+            elif name == "torch":
+                t = impl.torch
+                tdt = {"float32": t.float32, "float16": t.float16, "bfloat16": t.bfloat16}[dtype]
+                a = t.from_numpy(host_a.astype(np.float32)).to("cuda", tdt)
+                b = t.from_numpy(host_b.astype(np.float32)).to("cuda", tdt)
+                a_op = a.T if transpose_a else a
+                ms = impl.time_gpu(lambda: a_op + b, reps)
+                got = (a_op + b).float().cpu().numpy()
+            elif name == "cupy":
+                if dtype == "bfloat16":
+                    continue  # CuPy has no bfloat16
+                cp = impl.cp
+                a, b = cp.asarray(host_a), cp.asarray(host_b)
+                a_op = a.T if transpose_a else a
+                ms = impl.time_gpu(lambda: a_op + b, reps)
+                got = cp.asnumpy(a_op + b)
+            else:
+                m = impl.mx
+                a = m.array(host_a)
+                b = m.array(host_b)
+                if dtype == "bfloat16":
+                    a, b = a.astype(m.bfloat16), b.astype(m.bfloat16)
+                a_op = m.transpose(a) if transpose_a else a
+                m.eval(a_op, b)
+                ms = impl.time_gpu(lambda: a_op + b, reps)
+                got = np.array((a_op + b).astype(m.float32))
+        except Exception as exc:
+            log.warning("%s failed: %r", name, exc)
+            continue
+        got = np.asarray(got, dtype=np.float32)
+        if expected is None:
+            ref_a = host_a.T if transpose_a else host_a
+            expected = ref_a.astype(np.float32) + host_b.astype(np.float32)
+        tol = 1e-5 if dtype == "float32" else 2e-2
+        if not np.allclose(got, expected, rtol=tol, atol=tol):
+            log.error("%s gave a wrong result for add %s", name, dtype)
+            results[name + " (WRONG)"] = float("nan")
+            continue
+        results[name] = nbytes / (ms * 1e-3) / 1e12
+        del a, b, a_op, got
+        _free(impls)
+    return results
+
+
+def _free(impls: dict[str, Any]) -> None:
+    import gc
+
+    gc.collect()
+    if "torch" in impls:
+        impls["torch"].torch.cuda.empty_cache()
+    if "cupy" in impls:
+        impls["cupy"].cp.get_default_memory_pool().free_all_blocks()
+    if "mlx-cuda" in impls:
+        impls["mlx-cuda"].mx.clear_cache()
+
+
+def per_op_overhead(impls: dict[str, Any], n_ops: int, sync_every: bool) -> dict[str, float]:
+    """Host microseconds per ``x = x + b`` on 1,024 float32 elements."""
+    host = np.random.default_rng(1).standard_normal(1024, dtype=np.float32)
+    results: dict[str, float] = {}
+    for name, impl in impls.items():
+        try:
+            if name == "pycudamlx":
+                mx = impl.mx
+                x, b = mx.array(host), mx.array(host)
+                mx.eval(mx.add(x, b))
+
+                def step_sync() -> None:
+                    nonlocal x
+                    x = mx.add(x, b)
+                    mx.eval(x)
+                    impl.sync()
+
+                def run_batch() -> None:
+                    nonlocal x
+                    for _ in range(n_ops):
+                        x = mx.add(x, b)
+                    mx.eval(x)
+                    impl.sync()
+            elif name == "torch":
+                t = impl.torch
+                x = t.from_numpy(host).cuda()
+                b = x.clone()
+
+                def step_sync() -> None:
+                    nonlocal x
+                    x = x + b
+                    t.cuda.synchronize()
+
+                def run_batch() -> None:
+                    nonlocal x
+                    for _ in range(n_ops):
+                        x = x + b
+                    t.cuda.synchronize()
+            elif name == "cupy":
+                cp = impl.cp
+                x = cp.asarray(host)
+                b = x.copy()
+
+                def step_sync() -> None:
+                    nonlocal x
+                    x = x + b
+                    cp.cuda.Device().synchronize()
+
+                def run_batch() -> None:
+                    nonlocal x
+                    for _ in range(n_ops):
+                        x = x + b
+                    cp.cuda.Device().synchronize()
+            else:
+                m = impl.mx
+                x, b = m.array(host), m.array(host)
+
+                def step_sync() -> None:
+                    nonlocal x
+                    x = x + b
+                    m.eval(x)
+                    m.synchronize()
+
+                def run_batch() -> None:
+                    nonlocal x
+                    for _ in range(n_ops):
+                        x = x + b
+                    m.eval(x)
+                    m.synchronize()
+            if sync_every:
+                for _ in range(200):
+                    step_sync()
+                t0 = time.perf_counter()
+                for _ in range(n_ops):
+                    step_sync()
+                results[name] = (time.perf_counter() - t0) / n_ops * 1e6
+            else:
+                run_batch()
+                samples = []
+                for _ in range(3):
+                    t0 = time.perf_counter()
+                    run_batch()
+                    samples.append((time.perf_counter() - t0) / n_ops * 1e6)
+                results[name] = statistics.median(samples)
+        except Exception as exc:
+            log.warning("%s failed in per-op overhead: %r", name, exc)
+    return results
+
+
+WORKLOADS: dict[str, tuple[str, str, Callable[..., dict[str, float]]]] = {
+    "add_f32": ("c = a + b, 2^28 float32", "TB/s",
+                lambda i, r: _binary_workload(i, r, "float32", (1 << 28,), (1 << 28,))),
+    "add_f16": ("c = a + b, 2^28 float16", "TB/s",
+                lambda i, r: _binary_workload(i, r, "float16", (1 << 28,), (1 << 28,))),
+    "add_bf16": ("c = a + b, 2^28 bfloat16", "TB/s",
+                 lambda i, r: _binary_workload(i, r, "bfloat16", (1 << 28,), (1 << 28,))),
+    "add_bcast": ("c = a + row, 16384x16384 + 16384 float32", "TB/s",
+                  lambda i, r: _binary_workload(i, r, "float32", (16384, 16384), (16384,))),
+    "add_strided": ("c = a.T + b, 16384x16384 float32", "TB/s",
+                    lambda i, r: _binary_workload(i, r, "float32", (16384, 16384), (16384, 16384),
+                                                  transpose_a=True)),
+    "op_sync": ("per op, x = x + b (1,024 el.), sync every op", "us/op",
+                lambda i, r: per_op_overhead(i, 2000, True)),
+    "op_batched": ("per op, x = x + b (1,024 el.), one sync after 10,000", "us/op",
+                   lambda i, r: per_op_overhead(i, 10000, False)),
+}
+
+
+def versions(impls: dict[str, Any]) -> dict[str, str]:
+    out = {"python": platform.python_version(), "numpy": np.__version__}
+    from pycudamlx.backend.cuda import driver
+
+    out["pycudamlx"] = __import__("pycudamlx").__version__
+    out["cuda-bindings"] = driver.bindings_version() or "missing"
+    out["driver CUDA"] = driver.format_cuda_version(driver.driver_version())
+    out["gpu"] = driver.get_device(0).properties.name
+    for name, mod_attr in (("torch", "torch"), ("cupy", "cp"), ("mlx-cuda", "mx")):
+        if name in impls:
+            out[name] = getattr(getattr(impls[name], mod_attr), "__version__", "?")
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", default=[], help="workload name (repeat)")
+    parser.add_argument("--impl", action="append", default=[], help="implementation (repeat)")
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--json", type=Path, help="write raw results here")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    impls = load_impls(args.impl)
+    copy_tbs = copy_bandwidth(impls, args.reps)
+    log.info("device-to-device copy: %.2f TB/s", copy_tbs)
+    rows = []
+    names = args.only or list(WORKLOADS)
+    for i, key in enumerate(names):
+        title, unit, fn = WORKLOADS[key]
+        log.info("[%d/%d] %s", i + 1, len(names), title)
+        res = fn(impls, args.reps)
+        rows.append({"workload": key, "title": title, "unit": unit, "results": res})
+    doc = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "versions": versions(impls),
+           "copy_tbs": copy_tbs, "rows": rows, "reps": args.reps}
+    if args.json:
+        args.json.write_text(json.dumps(doc, indent=1))
+    print_table(doc)
+    return 0
+
+
+def print_table(doc: dict[str, Any]) -> None:
+    impl_names = ["pycudamlx", "torch", "cupy", "mlx-cuda"]
+    print(f"\ncopy (cuMemcpyDtoD, 1 GiB): {doc['copy_tbs']:.2f} TB/s")
+    print(f"{'workload':<58}" + "".join(f"{n:>12}" for n in impl_names) + f"{'ours/copy':>11}")
+    for row in doc["rows"]:
+        res = row["results"]
+        cells = "".join(f"{res[n]:>12.2f}" if n in res else f"{'-':>12}" for n in impl_names)
+        frac = (f"{res['pycudamlx'] / doc['copy_tbs']:>11.2f}"
+                if row["unit"] == "TB/s" and "pycudamlx" in res else f"{'':>11}")
+        print(f"{row['title'] + ' [' + row['unit'] + ']':<58}{cells}{frac}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
