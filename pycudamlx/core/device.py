@@ -71,11 +71,12 @@ def _as_device(device: Device | DeviceType) -> Device:
 class Stream:
     """An ordered queue of work on one device (``Stream(Device(gpu, 0), 0)``)."""
 
-    __slots__ = ("device", "index", "_cuda", "__weakref__")
+    __slots__ = ("device", "index", "is_gpu", "_cuda", "__weakref__")
 
     def __init__(self, index: int, device: Device) -> None:
         self.index = index
         self.device = device
+        self.is_gpu = device.type is DeviceType.gpu  # read by the evaluator on every node
         self._cuda: Any = None   # the CUDA stream, created on first GPU use
 
     def cuda_stream(self) -> Any:

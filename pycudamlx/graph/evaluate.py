@@ -19,10 +19,17 @@ from .primitive import StrictGpuError
 _lock = threading.RLock()
 
 
-def _gpu():
-    from ..backend.cuda import array as gpu_array
+_gpu_array_module: Any = None
 
-    return gpu_array
+
+def _gpu() -> Any:
+    """backend.cuda.array, imported on first GPU use (importing never touches CUDA)."""
+    global _gpu_array_module
+    if _gpu_array_module is None:
+        from ..backend.cuda import array as gpu_array
+
+        _gpu_array_module = gpu_array
+    return _gpu_array_module
 
 
 def to_numpy(a: Any) -> np.ndarray:
@@ -62,7 +69,7 @@ def _run(node: Any) -> None:
     else:
         targets = tuple(ref() for ref in sib.refs)
         outs = sib.specs
-    if stream.device.type.value == 1:  # gpu
+    if stream.is_gpu:
         cuda_stream = stream.cuda_stream()
         if prim.gpu_kernel:
             results = prim.eval_gpu([to_gpu(i, cuda_stream) for i in inputs], outs, cuda_stream)

@@ -15,10 +15,18 @@ from ...backend import optable
 from ..primitive import OutSpec, Primitive
 
 
-def _cuda():
-    from ...backend.cuda import array as gpu_array, elementwise as launch
+_cuda_modules: tuple[Any, Any] | None = None
 
-    return gpu_array, launch
+
+def _cuda() -> tuple[Any, Any]:
+    """The CUDA array and launcher modules, imported on first GPU use (never at import)."""
+    global _cuda_modules
+    mods = _cuda_modules
+    if mods is None:
+        from ...backend.cuda import array as gpu_array, elementwise as launch
+
+        mods = _cuda_modules = (gpu_array, launch)
+    return mods
 
 
 def broadcast_view(x: Any, shape: tuple[int, ...]) -> Any:
