@@ -71,6 +71,7 @@ def _run(node: Any) -> None:
         outs = sib.specs
     if stream.is_gpu:
         cuda_stream = stream.cuda_stream()
+        cuda_stream.device.activate()  # this thread may not have the context current yet
         if prim.gpu_kernel:
             results = prim.eval_gpu([to_gpu(i, cuda_stream) for i in inputs], outs, cuda_stream)
             for i in inputs:
@@ -106,6 +107,16 @@ def evaluate(roots: Iterable[Any]) -> None:
     stack = [r for r in roots if r._data is None]
     if not stack:
         return
+    if len(stack) == 1:  # the common case: one node whose inputs are all evaluated
+        node = stack[0]
+        for inp in node._inputs:
+            if inp._data is None:
+                break
+        else:
+            with _lock:
+                if node._data is None:
+                    _run(node)
+            return
     with _lock:
         order: list[Any] = []
         seen: set[int] = set()
