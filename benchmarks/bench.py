@@ -363,6 +363,159 @@ def per_op_overhead(impls: dict[str, Any], n_ops: int, sync_every: bool) -> dict
     return results
 
 
+# ------------------------------------------------------------------------------------------------
+# Managed memory: host-written data read by the GPU, and GPU results read by numpy (issue 5)
+
+
+def _transfer_bytes() -> int:
+    """4 GiB, or less where the GPU has not that much free twice over (an input and an output
+    of managed memory must fit, with room to spare: never more managed memory than is free)."""
+    from pycudamlx.backend.cuda import driver
+
+    free, _ = driver.get_device(0).memory_info()
+    room = (free - 2 * GiB) // 2
+    n = min(4 * GiB, max(room, 0)) & ~(256 * (1 << 20) - 1)
+    if n < 4 * GiB:
+        log.warning("managed-memory workloads use %.2f GiB (free GPU memory: %.1f GiB)",
+                    n / GiB, free / GiB)
+    return n
+
+
+def _host_write_then_gpu_read(impls: dict[str, Any], reps: int, auto: bool) -> dict[str, float]:
+    """GB/s of a GPU op reading all of x (``x.astype(float16)``: reads 4 GiB, writes 2 GiB into a
+    cached block) right after the host wrote x into fresh managed memory, as data loaded on the
+    host lands there: with automatic prefetch (one cuMemPrefetchAsync, then the kernel) or
+    without (the kernel pulls the pages over by faults, as in MLX's CUDA backend). Time: eval +
+    synchronize, host clock; the host write is not timed."""
+    impl = impls.get("pycudamlx")
+    nbytes = _transfer_bytes()
+    if impl is None or not nbytes:
+        return {}
+    from pycudamlx import cuda as pcuda
+    from pycudamlx.backend.cuda import array as gpu_array, driver, memory
+    from pycudamlx.core.array import from_data
+
+    dev = driver.get_device(0)
+    if gpu_array.memory_kind(dev) != memory.MANAGED:
+        log.warning("device mode: no managed memory to measure")
+        return {}
+    mx = impl.mx
+    n = nbytes // 4
+    host = np.empty(n, np.float32)
+
+    def host_written(value: float) -> Any:
+        """A fresh managed block the host wrote (pages on the host), as an mx array."""
+        buf = memory.allocate(nbytes, dev, memory.MANAGED)
+        host.fill(value)
+        memory.parallel_copy(buf.host_view(np.uint8, (nbytes,)), host.view(np.uint8))
+        return from_data(gpu_array.GpuArray(buf, 0, (n,), (1,), mx.float32), mx.float32)
+
+    previous = pcuda.set_auto_prefetch(auto)
+    try:
+        times = []
+        for i in range(max(1, min(reps, 3)) + 1):
+            x = host_written(1.5 + i)
+            t0 = time.perf_counter()
+            y = x.astype(mx.float16, stream=mx.gpu)
+            mx.eval(y)
+            impl.sync()
+            times.append(time.perf_counter() - t0)
+            if float(y[n - 1].item()) != 1.5 + i:
+                log.error("pycudamlx gave a wrong result for host-written x.astype(float16)")
+                return {"pycudamlx (WRONG)": float("nan")}
+            del x, y
+            keep = mx.set_cache_limit(nbytes // 2)  # free x's block (y's smaller one stays)
+            mx.set_cache_limit(keep)
+    finally:
+        pcuda.set_auto_prefetch(previous)
+        _free(impls)
+        impl.mx.clear_cache()
+    return {"pycudamlx": nbytes / statistics.median(times[1:]) / 1e9}
+
+
+def pinned_host_to_device(impls: dict[str, Any], reps: int) -> dict[str, float]:
+    """GB/s of cuMemcpyHtoDAsync from pinned host memory (cuMemHostAlloc) to device memory: the
+    bar the automatic prefetch is held to."""
+    from pycudamlx.backend.cuda import driver, memory, stream as st
+
+    nbytes = _transfer_bytes()
+    if not nbytes:
+        return {}
+    dev = driver.get_device(0)
+    cu = driver.init()
+    s = st.default_stream(dev)
+    dev.activate()
+    pinned = driver.call(cu.cuMemHostAlloc, nbytes, 0)
+    dst = memory.allocate(nbytes, dev, memory.DEVICE, s)
+    try:
+        times = []
+        for _ in range(max(1, min(reps, 3)) + 1):
+            t0 = time.perf_counter()
+            driver.call(cu.cuMemcpyHtoDAsync, dst.ptr, pinned, nbytes, s.handle)
+            s.synchronize()
+            times.append(time.perf_counter() - t0)
+    finally:
+        dst.free()
+        cu.cuMemFreeHost(pinned)
+        memory.clear_cache()
+    return {"pycudamlx": nbytes / statistics.median(times[1:]) / 1e9}
+
+
+def _gpu_result_to_numpy(impls: dict[str, Any], reps: int, auto: bool) -> dict[str, float]:
+    """GB/s of ``np.array(y)`` for a GPU-written y: with our host-read path (a device-to-host
+    copy through pinned staging buffers, the pages staying on the GPU) or without (numpy reads
+    the managed pages through a host view, faulting them over)."""
+    impl = impls.get("pycudamlx")
+    nbytes = _transfer_bytes()
+    if impl is None or not nbytes:
+        return {}
+    from pycudamlx import cuda as pcuda
+
+    mx = impl.mx
+    previous = pcuda.set_auto_prefetch(auto)
+    try:
+        x = mx.array(np.full(nbytes // 4, 1.5, np.float32))
+        mx.eval(x)
+        times = []
+        for i in range(max(1, min(reps, 3))):
+            y = mx.add(x, float(i), stream=mx.gpu)
+            mx.eval(y)
+            impl.sync()
+            t0 = time.perf_counter()
+            out = np.array(y)
+            times.append(time.perf_counter() - t0)
+            if out[-1] != 1.5 + i or out[0] != 1.5 + i:
+                log.error("pycudamlx gave a wrong result for np.array(y)")
+                return {"pycudamlx (WRONG)": float("nan")}
+            del y, out
+        del x
+    finally:
+        pcuda.set_auto_prefetch(previous)
+        _free(impls)
+        impl.mx.clear_cache()
+    return {"pycudamlx": nbytes / statistics.median(times) / 1e9}
+
+
+def prefetches_in_small_op_loop(impls: dict[str, Any], reps: int) -> dict[str, float]:
+    """How many prefetches a loop of 1,000 small ops on resident data issues (must be 0)."""
+    impl = impls.get("pycudamlx")
+    if impl is None:
+        return {}
+    from pycudamlx import cuda as pcuda
+
+    mx = impl.mx
+    host = np.random.default_rng(2).standard_normal(1024, dtype=np.float32)
+    x, b = mx.array(host), mx.array(host)
+    x = mx.add(x, b, stream=mx.gpu)
+    mx.eval(x)
+    before = pcuda.memory_stats()["prefetches"]
+    for _ in range(1000):
+        x = mx.add(x, b, stream=mx.gpu)
+        mx.eval(x)
+    impl.sync()
+    return {"pycudamlx": float(pcuda.memory_stats()["prefetches"] - before)}
+
+
 WORKLOADS: dict[str, tuple[str, str, Callable[..., dict[str, float]]]] = {
     "add_f32": ("c = a + b, 2^28 float32", "TB/s",
                 lambda i, r: _binary_workload(i, r, "float32", (1 << 28,), (1 << 28,))),
@@ -379,7 +532,22 @@ WORKLOADS: dict[str, tuple[str, str, Callable[..., dict[str, float]]]] = {
                 lambda i, r: per_op_overhead(i, 2000, True)),
     "op_batched": ("per op, x = x + b (1,024 el.), one sync after 10,000", "us/op",
                    lambda i, r: per_op_overhead(i, 10000, False)),
+    "h2d_fault": ("4 GiB host-written, then read by a GPU op: faults", "GB/s",
+                  lambda i, r: _host_write_then_gpu_read(i, r, auto=False)),
+    "h2d_auto": ("4 GiB host-written, then read by a GPU op: prefetch", "GB/s",
+                 lambda i, r: _host_write_then_gpu_read(i, r, auto=True)),
+    "h2d_pinned": ("4 GiB pinned cuMemcpyHtoD (reference)", "GB/s", pinned_host_to_device),
+    "d2h_fault": ("np.array(x), 4 GiB GPU-written: faults", "GB/s",
+                  lambda i, r: _gpu_result_to_numpy(i, r, auto=False)),
+    "d2h_ours": ("np.array(x), 4 GiB GPU-written: ours", "GB/s",
+                 lambda i, r: _gpu_result_to_numpy(i, r, auto=True)),
+    "prefetch_loop": ("prefetches in 1,000 small ops on resident data", "count",
+                      prefetches_in_small_op_loop),
 }
+
+#: The issue's bars for the managed-memory rows: (row, reference row, minimum ratio).
+MEMORY_BARS = [("h2d_auto", "h2d_pinned", 0.8), ("h2d_auto", "h2d_fault", 5.0),
+               ("d2h_ours", "d2h_fault", 2.0)]
 
 
 def versions(impls: dict[str, Any]) -> dict[str, str]:
@@ -432,6 +600,15 @@ def print_table(doc: dict[str, Any]) -> None:
         frac = (f"{res['pycudamlx'] / doc['copy_tbs']:>11.2f}"
                 if row["unit"] == "TB/s" and "pycudamlx" in res else f"{'':>11}")
         print(f"{row['title'] + ' [' + row['unit'] + ']':<58}{cells}{frac}")
+    ours = {row["workload"]: row["results"].get("pycudamlx") for row in doc["rows"]}
+    bars = [(a, b, m) for a, b, m in MEMORY_BARS if ours.get(a) and ours.get(b)]
+    for a, b, minimum in bars:
+        ratio = ours[a] / ours[b]
+        print(f"bar {a} / {b} = {ratio:.2f} (>= {minimum}): "
+              f"{'ok' if ratio >= minimum else 'MISSED'}")
+    if ours.get("prefetch_loop") is not None:
+        print(f"bar prefetch_loop = {ours['prefetch_loop']:.0f} (0): "
+              f"{'ok' if ours['prefetch_loop'] == 0 else 'MISSED'}")
 
 
 if __name__ == "__main__":

@@ -6,15 +6,29 @@ CUDA backend turns the expression into the ``Op`` functor of a kernel module; a 
 composed from the same expressions. Adding an op is adding a row.
 
 Dtype families: ``b`` bool, ``i`` signed integer, ``u`` unsigned integer, ``f`` real floating
-(float16 and bfloat16 compute in float), ``c`` complex64. ``*`` matches any family.
+(float16 and bfloat16 compute in float), ``c`` complex64. ``*`` matches any family. Expressions
+call the helpers of kernels/math.cuh (``pcm_*``), overloaded for every compute type, which give
+defined results where C++ does not (integer division by zero, INT_MIN / -1, shift counts outside
+the bit width, signed overflow): numpy's results, which the numpy functions here give too. Inside
+an expression ``S`` names the storage type (``__half`` for float16), for ops whose MLX definition
+rounds an intermediate to it.
+
+Every rule here was checked against real MLX 0.32.4 (tests/test_elementwise.py compares them).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
+import ml_dtypes
 import numpy as np
+
+from .. import dtypes as dt
+
+_F16 = np.dtype(np.float16)
+_BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 @dataclass(frozen=True)
@@ -23,10 +37,21 @@ class ElementwiseOp:
     arity: int
     numpy: Callable[..., np.ndarray]
     cuda: dict[str, str]
-    #: "same": the output has the (promoted) input dtype; "bool": comparisons and predicates.
+    #: output dtype: "same" (the kernel's input dtype), "bool" (comparisons, predicates),
+    #: "real" (complex64 -> float32: abs, real, imag).
     result: str = "same"
-    #: Dtype families the op is defined for (MLX raises for the others).
+    #: Dtype families the kernel is defined for (the op functions raise ``error`` for others).
     families: str = "biufc"
+    #: How the op functions convert operands before the kernel: "same" (promote to a common
+    #: dtype), "float" (promote, then bool and integers to float32: MLX's at_least_float),
+    #: "shift" (promote, then bool to uint8), "logical" (each operand converted on its own, as
+    #: ``mx.array`` would, then promoted: only truth values matter).
+    inputs: str = "same"
+    #: (exception class, message) for dtypes outside ``families``; the message may use
+    #: {name} (MLX's name of the op), {dtype} (the kernel dtype), {a} and {b} (operand dtypes).
+    error: tuple[type, str] | None = None
+    #: the op's name in MLX's error messages, when it differs from ``name``
+    label: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
 
     def expression(self, family: str) -> str:
@@ -35,6 +60,23 @@ class ElementwiseOp:
         if expr is None:
             expr = self.cuda["*"]
         return expr
+
+    def output_dtype(self, dtype: dt.Dtype) -> dt.Dtype:
+        """The dtype this op's kernel writes for inputs of ``dtype``."""
+        if self.result == "bool":
+            return dt.bool_
+        if self.result == "real" and dtype is dt.complex64:
+            return dt.float32
+        return dtype
+
+    def check(self, dtype: dt.Dtype, a: dt.Dtype | None = None, b: dt.Dtype | None = None
+              ) -> None:
+        """Raise MLX's error when the op is undefined for (kernel) dtype ``dtype``."""
+        if dtype.kind in self.families:
+            return
+        cls, msg = self.error or (ValueError, "[{name}] Not supported for {dtype}.")
+        raise cls(msg.format(name=self.label or self.name, dtype=dtype.name,
+                             a=(a or dtype).name, b=(b or dtype).name))
 
 
 OPS: dict[str, ElementwiseOp] = {}
@@ -47,11 +89,376 @@ def _op(name: str, arity: int, numpy_fn: Callable[..., np.ndarray], cuda: dict[s
     OPS[name] = ElementwiseOp(name, arity, numpy_fn, cuda, **kw)  # type: ignore[arg-type]
 
 
-# The foundation's rows. The array core adds the full MLX set here.
+# --------------------------------------------------------------------------------------------------
+# numpy helpers: MLX's semantics on numpy arrays (the inputs already have the kernel's dtype)
+
+
+def _low(x: np.ndarray) -> bool:
+    return x.dtype == _F16 or x.dtype == _BF16
+
+
+def _inexact(x: np.ndarray) -> bool:
+    """Real or complex floating (numpy reports ml_dtypes' bfloat16 as kind 'V')."""
+    return x.dtype.kind in "fc" or x.dtype == _BF16
+
+
+def _in_float(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """``fn`` evaluated in float32 for float16/bfloat16 operands and rounded once, as the GPU
+    kernels compute (and as MLX does for single-step functions)."""
+
+    def run(*xs: np.ndarray) -> np.ndarray:
+        d = xs[0].dtype
+        if d == _F16 or d == _BF16:
+            r = fn(*(x.astype(np.float32) for x in xs))
+            return r.astype(d) if r.dtype.kind == "f" else r
+        return fn(*xs)
+
+    run.__name__ = getattr(fn, "__name__", "op")
+    return run
+
+
+def _copy(a: np.ndarray) -> np.ndarray:
+    return np.array(a, copy=True)
+
+
+def _real_only(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    """``fn`` on inexact arrays, the identity (a copy) on integer and bool arrays."""
+
+    def run(a: np.ndarray) -> np.ndarray:
+        if a.dtype.kind in "biu":
+            return _copy(a)
+        return fn(a)
+
+    return run
+
+
+def _sign(a: np.ndarray) -> np.ndarray:
+    k = a.dtype.kind
+    if k == "b":
+        return _copy(a)
+    if k == "u":
+        return (a != 0).astype(a.dtype)
+    if k == "i":
+        return np.sign(a)
+    if k == "c":
+        r = np.abs(a)
+        return np.where(a == 0, a, a / np.where(r == 0, 1, r).astype(a.dtype)).astype(a.dtype)
+    return np.where(a > 0, 1, np.where(a < 0, -1, 0)).astype(a.dtype)  # NaN -> 0, as MLX
+
+
+def _round(a: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "c":
+        return (np.rint(a.real) + 1j * np.rint(a.imag)).astype(a.dtype)
+    return np.rint(a)
+
+
+def _log1p(a: np.ndarray) -> np.ndarray:
+    if a.dtype.kind != "c":
+        return np.log1p(a)
+    # MLX's complex formula (accurate near 0).
+    x, y = a.real, a.imag
+    theta = np.arctan2(y, x + 1)
+    small = np.hypot(x, y) < 0.5
+    r = x * (2 + x) + y * y
+    near = np.where(r == 0, x, 0.5 * np.log1p(r))
+    far = np.log(np.hypot(x + 1, y))
+    return (np.where(small, near, far) + 1j * theta).astype(a.dtype)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    y = 1 / (1 + np.exp(np.abs(x)))
+    return np.where(x < 0, y, 1 - y).astype(x.dtype)
+
+
+def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    k = a.dtype.kind
+    if k == "b":
+        return a | ~b
+    if k == "i":
+        neg = b < 0
+        return np.where(neg, 0, np.power(a, np.where(neg, 0, b))).astype(a.dtype)
+    if k == "u":
+        return np.power(a, b)
+    if k == "c":
+        with np.errstate(all="ignore"):
+            return np.exp(b * np.log(a)).astype(a.dtype)  # MLX's std::pow: 0 ** 0 is nan
+    return np.power(a, b)
+
+
+def _subtract(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.not_equal(a, b) if a.dtype.kind == "b" else np.subtract(a, b)
+
+
+def _floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    k = a.dtype.kind
+    if k == "b":
+        return np.logical_and(a, b)
+    if k in "iu":
+        return np.floor_divide(a, b)  # x // 0 -> 0 and INT_MIN // -1 -> INT_MIN
+    if k == "c":
+        return np.divide(a, b)  # MLX: floor of a complex quotient is the quotient
+    return np.floor(np.divide(a, b))  # MLX: floor(divide(a, b)), the quotient rounded first
+
+
+def _remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    k = a.dtype.kind
+    if k == "b":
+        return np.zeros(np.broadcast_shapes(a.shape, b.shape), dtype=np.bool_)
+    if k in "iu":
+        return np.remainder(a, b)  # x % 0 -> 0
+    low = _low(a)
+    x, y = (a.astype(np.float32), b.astype(np.float32)) if low else (a, b)
+    r = np.fmod(x, y)
+    r = np.where((r != 0) & ((r < 0) != (y < 0)), r + y, r)
+    return r.astype(a.dtype)
+
+
+def _lex_gt(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a.real > b.real) | ((a.real == b.real) & (a.imag > b.imag))
+
+
+def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind != "c":
+        return np.maximum(a, b)
+    return np.where(np.isnan(b), b, np.where(np.isnan(a), a, np.where(_lex_gt(a, b), a, b)))
+
+
+def _minimum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind != "c":
+        return np.minimum(a, b)
+    return np.where(np.isnan(b), b, np.where(np.isnan(a), a, np.where(_lex_gt(b, a), a, b)))
+
+
+def _logaddexp(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    hi = _maximum(a, b)
+    lo = _minimum(a, b)
+    with np.errstate(all="ignore"):
+        out = hi + _log1p(np.exp(lo - hi))
+    mask = (lo == -np.inf) | (hi == np.inf)
+    return np.where(mask, hi, out).astype(a.dtype)
+
+
+def _zeros_bool(a: np.ndarray) -> np.ndarray:
+    return np.zeros(a.shape, dtype=np.bool_)
+
+
+def _isnan(a: np.ndarray) -> np.ndarray:
+    return np.isnan(a) if _inexact(a) else _zeros_bool(a)
+
+
+def _isinf(a: np.ndarray) -> np.ndarray:
+    return np.isinf(a) if _inexact(a) else _zeros_bool(a)
+
+
+def _isfinite(a: np.ndarray) -> np.ndarray:
+    return np.isfinite(a) if _inexact(a) else np.ones(a.shape, dtype=np.bool_)
+
+
+def _isposinf(a: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "c":
+        return (a.real == np.inf) & (a.imag == 0)
+    return a == np.inf if _inexact(a) else _zeros_bool(a)
+
+
+def _isneginf(a: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "c":
+        return (a.real == -np.inf) & (a.imag == 0)
+    return a == -np.inf if _inexact(a) else _zeros_bool(a)
+
+
+def _real(a: np.ndarray) -> np.ndarray:
+    return np.array(a.real, copy=True)
+
+
+def _imag(a: np.ndarray) -> np.ndarray:
+    return np.array(a.imag, copy=True) if a.dtype.kind == "c" else np.zeros_like(a)
+
+
+def _equal_nan(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    eq = a == b
+    if _inexact(a):
+        eq |= np.isnan(a) & np.isnan(b)
+    return eq
+
+
+# erf and erfinv: numpy has neither. erf/erfc are Cephes' rational approximations (double
+# precision); erfinv refines an initial guess with Halley steps on erf/erfc.
+
+_ERF_T = (9.60497373987051638749e0, 9.00260197203842689217e1, 2.23200534594684319226e3,
+          7.00332514112805075473e3, 5.55923013010394962768e4)
+_ERF_U = (3.35617141647503099647e1, 5.21357949780152679795e2, 4.59432382970980127987e3,
+          2.26290000613890934246e4, 4.92673942608635921086e4)
+_ERFC_P = (2.46196981473530512524e-10, 5.64189564831068821977e-1, 7.46321056442269912687e0,
+           4.86371970985681366614e1, 1.96520832956077098242e2, 5.26445194995477358631e2,
+           9.34528527171957607540e2, 1.02755188689515710272e3, 5.57535335369399327526e2)
+_ERFC_Q = (1.32281951154744992508e1, 8.67072140885989742329e1, 3.54937778887819891062e2,
+           9.75708501743205489753e2, 1.82390916687909736289e3, 2.24633760818710981792e3,
+           1.65666309194161350182e3, 5.57535340817727675546e2)
+_ERFC_R = (5.64189583547755073984e-1, 1.27536670759978104416e0, 5.01905042251180477414e0,
+           6.16021097993053585195e0, 7.40974269950448939160e0, 2.97886665372100240670e0)
+_ERFC_S = (2.26052863220117276590e0, 9.39603524938001434673e0, 1.20489539808096656605e1,
+           1.70814450747565897222e1, 9.60896809063285878198e0, 3.36907645100081516050e0)
+
+
+def _polevl(x: np.ndarray, coef: tuple[float, ...], leading_one: bool = False) -> np.ndarray:
+    acc = np.ones_like(x) if leading_one else np.full_like(x, coef[0])
+    for c in (coef if leading_one else coef[1:]):
+        acc = acc * x + c
+    return acc
+
+
+def _erf_small(x: np.ndarray) -> np.ndarray:
+    z = x * x
+    return x * _polevl(z, _ERF_T) / _polevl(z, _ERF_U, True)
+
+
+def _erfc_pos(x: np.ndarray) -> np.ndarray:
+    """erfc(x) for x >= 0 (any x: values below 1 use 1 - erf)."""
+    with np.errstate(all="ignore"):
+        z = np.exp(-x * x)
+        mid = z * _polevl(x, _ERFC_P) / _polevl(x, _ERFC_Q, True)
+        far = z * _polevl(x, _ERFC_R) / _polevl(x, _ERFC_S, True)
+        out = np.where(x < 8.0, mid, far)
+        out = np.where(x < 1.0, 1.0 - _erf_small(np.minimum(x, 1.0)), out)
+        return np.where(x > 27.0, 0.0, out)
+
+
+def _erf64(x: np.ndarray) -> np.ndarray:
+    ax = np.abs(x)
+    small = _erf_small(np.minimum(ax, 1.0))
+    big = 1.0 - _erfc_pos(np.maximum(ax, 1.0))
+    out = np.where(ax <= 1.0, small, big)
+    return np.where(np.isnan(x), x, np.copysign(out, x))
+
+
+def _erf(a: np.ndarray) -> np.ndarray:
+    return _erf64(a.astype(np.float64)).astype(a.dtype)
+
+
+def _erfinv64(y: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        ay = np.abs(y)
+        # Initial guess (Winitzki's closed form, ~2e-3 relative), then Halley steps.
+        w = np.log1p(-ay * ay)
+        a = 0.147
+        t = 2 / (math.pi * a) + w / 2
+        x = np.sqrt(np.sqrt(t * t - w / a) - t)
+        one_minus = 1.0 - ay  # exact for ay in [0.5, 1]
+        for _ in range(4):
+            use_erfc = ay > 0.5
+            r = np.where(use_erfc, one_minus - _erfc_pos(x), _erf64(x) - ay)  # erf(x) - |y|
+            d = 2 / math.sqrt(math.pi) * np.exp(-x * x)
+            step = r / d
+            x = x - step / (1 + x * step)
+        x = np.where(ay == 1.0, np.inf, x)
+        x = np.where(ay > 1.0, np.nan, x)
+        x = np.where(ay == 0.0, 0.0, x)
+        return np.where(np.isnan(y), y, np.copysign(x, y))
+
+
+def _erfinv(a: np.ndarray) -> np.ndarray:
+    return _erfinv64(a.astype(np.float64)).astype(a.dtype)
+
+
+def _shift(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    def run(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return fn(a, b).astype(a.dtype)
+
+    return run
+
+
+# --------------------------------------------------------------------------------------------------
+# Error messages (MLX 0.32.4's wording and exception classes)
+
+_NOT_SUPPORTED = (ValueError, "[{name}] Not supported for {dtype}.")
+_BITWISE = (RuntimeError,
+            "[{name}] Only allowed on integer or boolean types but got types {a} and {b}.")
+
+# --------------------------------------------------------------------------------------------------
+# Unary rows
+
+_op("abs", 1, np.abs, "pcm_abs(a)", result="real")
+_op("negative", 1, np.negative, "pcm_neg(a)", families="iufc",
+    error=(ValueError, "[negative] Not supported for bool, use logical_not instead."))
+_op("positive", 1, _copy, "a")
+_op("square", 1, lambda a: np.multiply(a, a), "pcm_mul(a, a)")
+_op("sign", 1, _sign, "pcm_sign(a)")
+_op("floor", 1, _real_only(np.floor), "pcm_floor_op(a)", families="biuf")
+_op("ceil", 1, _real_only(np.ceil), "pcm_ceil_op(a)", families="biuf")
+_op("trunc", 1, _real_only(np.trunc), "pcm_trunc_op(a)", families="biuf")
+_op("round", 1, _real_only(_round), "pcm_round(a)")
+_op("real", 1, _real, "pcm_real(a)", result="real")
+_op("imag", 1, _imag, "pcm_imag(a)", result="real")
+_op("conjugate", 1, np.conjugate, "pcm_conj(a)")
+_op("logical_not", 1, np.logical_not, "!pcm_truthy(a)", result="bool")
+_op("bitwise_invert", 1, np.invert, {"b": "!a", "*": "~a"}, families="biu",
+    error=(ValueError, "[bitwise_invert] Bitwise inverse only allowed on integer types."))
+_op("isnan", 1, _isnan, "pcm_isnan(a)", result="bool")
+_op("isinf", 1, _isinf, "pcm_isinf(a)", result="bool")
+_op("isfinite", 1, _isfinite, "pcm_isfinite(a)", result="bool")
+_op("isposinf", 1, _isposinf, "pcm_isposinf(a)", result="bool")
+_op("isneginf", 1, _isneginf, "pcm_isneginf(a)", result="bool")
+
+# Transcendental functions: bool and integers become float32 first (MLX's at_least_float).
+for _name, _np_fn, _families in (
+    ("sqrt", np.sqrt, "fc"), ("exp", np.exp, "fc"), ("expm1", np.expm1, "f"),
+    ("log", np.log, "fc"), ("log2", np.log2, "fc"), ("log10", np.log10, "fc"),
+    ("log1p", _log1p, "fc"), ("sin", np.sin, "fc"), ("cos", np.cos, "fc"),
+    ("tan", np.tan, "fc"), ("sinh", np.sinh, "fc"), ("cosh", np.cosh, "fc"),
+    ("tanh", np.tanh, "fc"), ("arcsin", np.arcsin, "fc"), ("arccos", np.arccos, "fc"),
+    ("arctan", np.arctan, "fc"), ("arcsinh", np.arcsinh, "fc"), ("arccosh", np.arccosh, "fc"),
+    ("arctanh", np.arctanh, "fc"), ("erf", _erf, "f"), ("erfinv", _erfinv, "f"),
+    ("sigmoid", _sigmoid, "f"),
+):
+    _cname = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
+              "arccosh": "acosh", "arctanh": "atanh"}.get(_name, _name)
+    _op(_name, 1, _in_float(_np_fn), f"pcm_{_cname}(a)", families=_families, inputs="float")
+_op("rsqrt", 1, _in_float(lambda a: 1 / np.sqrt(a)), "pcm_rsqrt(a)", families="fc",
+    inputs="float")
+_op("reciprocal", 1, _in_float(lambda a: 1 / a), "pcm_reciprocal(a)", families="fc",
+    inputs="float")
+
+# --------------------------------------------------------------------------------------------------
+# Binary rows
+
 _op("add", 2, np.add, {"*": "a + b", "b": "a || b"})
-_op("subtract", 2, np.subtract, "a - b", families="iufc")
-_op("multiply", 2, np.multiply, {"*": "a * b", "b": "a && b"})
-_op("maximum", 2, np.maximum, "(a > b || a != a) ? a : b", families="biuf")
-_op("minimum", 2, np.minimum, "(a < b || a != a) ? a : b", families="biuf")
-_op("negative", 1, np.negative, "-a", families="iufc")
-_op("square", 1, np.square, "a * a", families="iufc")
+_op("subtract", 2, _subtract, {"*": "a - b", "b": "a != b"})
+_op("multiply", 2, np.multiply, "pcm_mul(a, b)")
+_op("divide", 2, _in_float(np.divide), "pcm_div(a, b)", families="fc", inputs="float")
+_op("floor_divide", 2, _floor_divide,
+    {"f": "pcm_floor_op(to_compute(cast<S>(a / b)))", "c": "pcm_div(a, b)",
+     "*": "pcm_floordiv(a, b)"})
+_op("remainder", 2, _remainder, "pcm_remainder(a, b)", families="biuf",
+    error=(ValueError, "[{name}] Complex type not supported."))
+_op("power", 2, _power, "pcm_power(a, b)")
+_op("maximum", 2, _maximum, "pcm_max(a, b)")
+_op("minimum", 2, _minimum, "pcm_min(a, b)")
+_op("arctan2", 2, _in_float(np.arctan2), "pcm_atan2(a, b)", families="f", inputs="float")
+_op("logaddexp", 2, _in_float(_logaddexp), "pcm_logaddexp(a, b)", families="fc",
+    inputs="float")
+_op("equal", 2, np.equal, "a == b", result="bool")
+_op("not_equal", 2, np.not_equal, "a != b", result="bool")
+_op("greater", 2, np.greater, {"*": "a > b", "c": "pcm_gt(a, b)"}, result="bool")
+_op("greater_equal", 2, np.greater_equal, {"*": "a >= b", "c": "pcm_ge(a, b)"}, result="bool")
+_op("less", 2, np.less, {"*": "a < b", "c": "pcm_lt(a, b)"}, result="bool")
+_op("less_equal", 2, np.less_equal, {"*": "a <= b", "c": "pcm_le(a, b)"}, result="bool")
+_op("equal_nan", 2, _equal_nan, "pcm_equal_nan(a, b)", result="bool")
+_op("logical_and", 2, np.logical_and, "pcm_truthy(a) && pcm_truthy(b)", result="bool",
+    inputs="logical")
+_op("logical_or", 2, np.logical_or, "pcm_truthy(a) || pcm_truthy(b)", result="bool",
+    inputs="logical")
+_op("logical_xor", 2, np.logical_xor, "pcm_truthy(a) != pcm_truthy(b)", result="bool",
+    inputs="logical")
+_op("bitwise_and", 2, np.bitwise_and, {"b": "a && b", "*": "a & b"}, families="biu",
+    error=_BITWISE)
+_op("bitwise_or", 2, np.bitwise_or, {"b": "a || b", "*": "a | b"}, families="biu",
+    error=_BITWISE)
+_op("bitwise_xor", 2, np.bitwise_xor, {"b": "a != b", "*": "a ^ b"}, families="biu",
+    error=_BITWISE)
+_op("left_shift", 2, _shift(np.left_shift), "pcm_shl(a, b)", families="iu", inputs="shift",
+    error=_BITWISE)
+_op("right_shift", 2, _shift(np.right_shift), "pcm_shr(a, b)", families="iu", inputs="shift",
+    error=(RuntimeError, "[{name}] Only allowed on integer or boolean types but got types "
+           "{dtype} and {dtype}."))  # MLX reports the promoted dtype here
+
+del _name, _np_fn, _families, _cname

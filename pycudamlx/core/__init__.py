@@ -21,3 +21,11 @@ from .evaluation import async_eval, eval  # noqa: F401
 # Op families: each module lists its public functions in __all__.
 from .elementwise import *  # noqa: F401,F403,E402
 from .creation import *  # noqa: F401,F403,E402
+from .device import *  # noqa: F401,F403,E402
+from .array import *  # noqa: F401,F403,E402
+from .printing import *  # noqa: F401,F403,E402
+from .interop import *  # noqa: F401,F403,E402
+from .memory import *  # noqa: F401,F403,E402
+from . import cuda, metal  # noqa: F401,E402
+from .shape import *  # noqa: F401,F403,E402
+from .indexing import *  # noqa: F401,F403,E402

@@ -55,10 +55,10 @@ def constant(value: Any, dtype: dt.Dtype) -> array:
     with np.errstate(all="ignore"):
         if dtype.kind in "iu" and isinstance(value, (int, np.integer)) and not isinstance(
                 value, bool):
-            # Python ints wrap into the array's dtype as MLX does (uint64 + -1).
+            # Python ints wrap into the array's dtype as MLX does (uint64 + -1, and
+            # bool_array + 2**40, whose int32 result holds the wrapped value).
             data = np.array(int(value) % (1 << (8 * dtype.size)), dtype=np.uint64).astype(
-                dtype.np_dtype) if (int(value) < 0 and dtype.kind == "u") else np.array(
-                value, dtype=dtype.np_dtype)
+                dtype.np_dtype)
         elif dtype.kind in "iub" and isinstance(value, (float, complex, np.floating)):
             data = np.array(value).astype(dtype.np_dtype)
         else:

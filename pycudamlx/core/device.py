@@ -13,6 +13,13 @@ from typing import Any, Iterator
 
 from ..backend.cuda import driver
 
+__all__ = [
+    "Device", "DeviceType", "Stream", "StreamContext", "ThreadLocalStream", "cpu", "gpu",
+    "default_device", "set_default_device", "default_stream", "set_default_stream",
+    "new_stream", "new_thread_local_stream", "new_thread_unsafe_stream", "stream",
+    "synchronize", "is_available", "device_count", "device_info", "clear_streams",
+]
+
 
 class DeviceType(enum.Enum):
     cpu = 0
@@ -36,8 +43,15 @@ class Device:
 
     def __init__(self, type: DeviceType, index: int = 0) -> None:  # noqa: A002 - MLX's name
         if not isinstance(type, DeviceType):
-            raise TypeError(f"__init__(): incompatible function arguments: expected a "
-                            f"DeviceType, got {type!r}")
+            # nanobind converts the enum's integer values too (Device(0) is Device(cpu, 0)).
+            if isinstance(type, int) and not isinstance(type, bool) and type in (0, 1):
+                type = DeviceType(type)  # noqa: A001
+            else:
+                raise _bad_args("__init__(self, type: mlx.core.DeviceType, index: int = 0) "
+                                "-> None", type)
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise _bad_args("__init__(self, type: mlx.core.DeviceType, index: int = 0) -> None",
+                            type, index)
         self.type = type
         self.index = int(index)
 
@@ -60,12 +74,18 @@ class Device:
         return (Device, (self.type, self.index))
 
 
-def _as_device(device: Device | DeviceType) -> Device:
+def _bad_args(signature: str, *args: object) -> TypeError:
+    from ..dtypes import _incompatible_arguments
+
+    return _incompatible_arguments(signature, *args)
+
+
+def _as_device(device: Device | DeviceType, fn: str = "function") -> Device:
     if isinstance(device, Device):
         return device
     if isinstance(device, DeviceType):
         return Device(device, 0)
-    raise TypeError(f"expected a Device or DeviceType, got {type(device).__name__}")
+    raise _bad_args(f"{fn}(device: Device | DeviceType)", device)
 
 
 class Stream:
@@ -119,7 +139,7 @@ def _gpu_available() -> bool:
 
 def is_available(device: Device | DeviceType) -> bool:
     """Whether ops can run on this device (the CPU always; the GPU where CUDA has a device)."""
-    d = _as_device(device)
+    d = _as_device(device, "is_available")
     if d.type == cpu:
         return d.index == 0
     if not _gpu_available():
@@ -128,6 +148,9 @@ def is_available(device: Device | DeviceType) -> bool:
 
 
 def device_count(device_type: DeviceType) -> int:
+    """The number of available devices of this type (cpu: 1; gpu: the CUDA devices)."""
+    if not isinstance(device_type, DeviceType):
+        raise _bad_args("device_count(device_type: mlx.core.DeviceType) -> int", device_type)
     if device_type == cpu:
         return 1
     return driver.device_count() if _gpu_available() else 0
@@ -152,8 +175,9 @@ def default_device() -> Device:
 
 
 def set_default_device(device: Device | DeviceType) -> None:
+    """Set the default device (for every thread; ``with mx.stream`` still overrides it)."""
     global _default_device
-    d = _as_device(device)
+    d = _as_device(device, "set_default_device")
     if d.type == gpu and not _gpu_available():
         raise ValueError("[set_default_device] Cannot set gpu device without gpu backend.")
     _check_device(d, "set_default_device")
@@ -164,7 +188,11 @@ def set_default_device(device: Device | DeviceType) -> None:
 
 
 def default_stream(device: Device | DeviceType) -> Stream:
-    d = _as_device(device)
+    """The device's default stream (inside ``with mx.stream(s)``: ``s`` for ``s``'s device)."""
+    d = _as_device(device, "default_stream")
+    ctx = getattr(_thread, "stream", None)
+    if ctx is not None and ctx.device == d:
+        return ctx
     s = _default_streams.get(d)
     if s is not None:
         return s
@@ -180,8 +208,9 @@ def default_stream(device: Device | DeviceType) -> Stream:
 
 
 def set_default_stream(stream: Stream) -> None:
+    """Make ``stream`` the default for its device (the default device does not change)."""
     if not isinstance(stream, Stream):
-        raise TypeError(f"set_default_stream expects a Stream, got {type(stream).__name__}")
+        raise _bad_args("set_default_stream(stream: mlx.core.Stream) -> None", stream)
     _default_streams[stream.device] = stream
     _invalidate_default()
 
@@ -195,7 +224,7 @@ def _take_index() -> int:
 
 def new_stream(device: Device | DeviceType) -> Stream:
     """A new stream on ``device``; GPU streams run concurrently with the default one."""
-    d = _as_device(device)
+    d = _as_device(device, "new_stream")
     if d.type == gpu and not _gpu_available():
         raise ValueError("[new_stream] Cannot make gpu stream without gpu backend.")
     _check_device(d, "new_stream")
@@ -223,7 +252,79 @@ def current_stream() -> Stream:
     return s
 
 
-def resolve_stream(stream: Stream | Device | DeviceType | None) -> Stream:
+class ThreadLocalStream:
+    """A stream that is a different :class:`Stream` in each thread that uses it (created on
+    first use in that thread), for running ops on a device from several threads."""
+
+    __slots__ = ("device", "index", "_local", "__weakref__")
+
+    def __init__(self, device: Device, index: int) -> None:
+        self.device = device
+        self.index = index
+        self._local = threading.local()
+
+    def stream(self) -> Stream:
+        """This thread's stream."""
+        s = getattr(self._local, "stream", None)
+        if s is None:
+            s = self._local.stream = new_stream(self.device)
+            _thread_owned().append((self, s))
+        return s
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ThreadLocalStream):
+            return self is other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return f"ThreadLocalStream({self.device!r}, {self.index})"
+
+    __str__ = __repr__
+
+
+_next_thread_local_index = 0
+
+
+def _thread_owned() -> list:
+    owned = getattr(_thread, "owned", None)
+    if owned is None:
+        owned = _thread.owned = []
+    return owned
+
+
+def new_thread_local_stream(device: Device | DeviceType) -> ThreadLocalStream:
+    """Make a new stream that will be unique per thread."""
+    global _next_thread_local_index
+    d = _as_device(device, "new_thread_local_stream")
+    if d.type == gpu and not _gpu_available():
+        raise ValueError("[new_thread_local_stream] Cannot make gpu stream without gpu backend.")
+    _check_device(d, "new_thread_local_stream")
+    with _lock:
+        index = _next_thread_local_index
+        _next_thread_local_index += 1
+    return ThreadLocalStream(d, index)
+
+
+def new_thread_unsafe_stream(device: Device | DeviceType) -> Stream:
+    """Make a new stream that can be used in any thread (every stream of ours can)."""
+    return new_stream(_as_device(device, "new_thread_unsafe_stream"))
+
+
+def clear_streams() -> None:
+    """Destroy the streams created in the current thread (its thread-local streams); streams
+    made with ``new_stream`` stay valid."""
+    for tls, s in _thread_owned():
+        if getattr(tls._local, "stream", None) is s:
+            tls._local.stream = None
+            if s._cuda is not None:
+                s._cuda.synchronize()
+    _thread.owned = []
+
+
+def resolve_stream(stream: Stream | Device | DeviceType | ThreadLocalStream | None) -> Stream:
     """The stream for an op's ``stream=`` argument (None: the current default)."""
     if stream is None:
         s = getattr(_thread, "stream", None)
@@ -234,58 +335,113 @@ def resolve_stream(stream: Stream | Device | DeviceType | None) -> Stream:
         return stream
     if isinstance(stream, (Device, DeviceType)):
         return default_stream(stream)
-    raise TypeError(f"stream must be a Stream, Device or DeviceType, got {type(stream).__name__}")
+    if isinstance(stream, ThreadLocalStream):
+        return stream.stream()
+    raise TypeError(
+        "incompatible function arguments: stream must be a Stream, ThreadLocalStream, Device or "
+        f"DeviceType (or None), not {type(stream).__name__}")
+
+
+_STREAM_LIKE = (Stream, ThreadLocalStream, Device, DeviceType)
 
 
 class StreamContext:
-    """``with mx.stream(s):`` makes ``s`` (or a device's default stream) the current one."""
+    """``with mx.stream(s):`` makes ``s`` (or a device's default stream) the default stream of
+    its device and that device the default device, in this thread, until the block ends."""
 
-    def __init__(self, s: Stream | Device | DeviceType) -> None:
-        self._target = s
-        self._saved: tuple[Any, Any] | None = None
+    def __init__(self, s: Stream | ThreadLocalStream | Device | DeviceType) -> None:
+        if not isinstance(s, _STREAM_LIKE):
+            raise _bad_args("__init__(self, s: mlx.core.Stream | mlx.core.ThreadLocalStream | "
+                            "mlx.core.Device | mlx.core.DeviceType) -> None", s)
+        self._stream = resolve_stream(s)
+        self._saved: list[tuple[Any, Any]] = []
 
     def __enter__(self) -> None:
-        stream_ = resolve_stream(self._target)
-        self._saved = (getattr(_thread, "stream", None), getattr(_thread, "device", None))
-        _thread.stream = stream_
-        _thread.device = stream_.device
+        self._saved.append((getattr(_thread, "stream", None), getattr(_thread, "device", None)))
+        _thread.stream = self._stream
+        _thread.device = self._stream.device
         return None
 
     def __exit__(self, *exc: object) -> None:
-        assert self._saved is not None
-        _thread.stream, _thread.device = self._saved
+        _thread.stream, _thread.device = self._saved.pop()
 
 
-def stream(s: Stream | Device | DeviceType) -> StreamContext:
+def stream(s: Stream | ThreadLocalStream | Device | DeviceType) -> StreamContext:
+    """Create a context manager to set the default device and stream."""
+    if not isinstance(s, _STREAM_LIKE):
+        raise _bad_args("stream(s: mlx.core.Stream | mlx.core.ThreadLocalStream | "
+                        "mlx.core.Device | mlx.core.DeviceType) -> mlx.core.StreamContext", s)
     return StreamContext(s)
 
 
-def synchronize(stream: Stream | None = None) -> None:
-    """Wait for all work on ``stream`` (default: the current default stream) to finish."""
+def synchronize(stream: Stream | ThreadLocalStream | Device | DeviceType | None = None) -> None:
+    """Wait for all work on ``stream`` (a device: its default stream; None: the default
+    stream of the default device) to finish."""
+    if stream is not None and not isinstance(stream, _STREAM_LIKE):
+        raise _bad_args("synchronize(stream: mlx.core.Stream | mlx.core.ThreadLocalStream | "
+                        "mlx.core.Device | mlx.core.DeviceType | None = None) -> None", stream)
     s = resolve_stream(stream)
     if s.device.type == gpu and s._cuda is not None:
         s._cuda.synchronize()
 
 
-def device_info(device: Device | DeviceType | None = None) -> dict[str, Any]:
-    """What MLX's ``device_info`` reports, for a CUDA device (or the CPU)."""
-    d = _as_device(device) if device is not None else default_device()
-    if d.type == cpu:
+def _gpu_extra_info(dev: Any) -> dict[str, Any]:
+    """uuid and pci_bus_id as MLX's CUDA backend reports them (best effort)."""
+    out: dict[str, Any] = {}
+    try:
+        cu = driver.init()
+        uuid = driver.call(cu.cuDeviceGetUuid, dev.handle)
+        raw = bytes(uuid.bytes) if hasattr(uuid, "bytes") else bytes(uuid)
+        h = raw[:16].ljust(16, b"\0").hex()
+        out["uuid"] = f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    except Exception:
+        pass
+    try:
+        cu = driver.init()
+        attr = cu.CUdevice_attribute
+
+        def get(name: str) -> int:
+            return int(driver.call(cu.cuDeviceGetAttribute, getattr(attr, name), dev.handle))
+
+        out["pci_bus_id"] = "%04x:%02x:%02x.0" % (
+            get("CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID"), get("CU_DEVICE_ATTRIBUTE_PCI_BUS_ID"),
+            get("CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID"))
+    except Exception:
+        pass
+    return out
+
+
+def device_info(d: Device | DeviceType | None = None) -> dict[str, Any]:
+    """Information about a device (default: the default device).
+
+    A CUDA device reports MLX's CUDA keys (device_name, architecture ``sm_90``, uuid,
+    pci_bus_id, compute_capability_major/minor, free_memory, total_memory) plus the Metal keys
+    scripts read (memory_size, max_buffer_length, max_recommended_working_set_size) and ours
+    (multiprocessor_count, concurrent_managed_access). The CPU: architecture and device_name.
+    A GPU where there is none: {} (as MLX).
+    """
+    dev_ = _as_device(d, "device_info") if d is not None else default_device()
+    if dev_.type == cpu:
         import platform
 
         return {"architecture": platform.machine(), "device_name": platform.processor() or
                 platform.machine()}
-    dev = driver.get_device(d.index)
+    if not is_available(dev_):
+        return {}
+    dev = driver.get_device(dev_.index)
     p = dev.properties
     free, total = dev.memory_info()
     return {
-        "architecture": p.arch,
         "device_name": p.name,
-        "memory_size": p.total_memory,
+        "architecture": p.arch,
+        **_gpu_extra_info(dev),
+        "compute_capability_major": p.compute_capability[0],
+        "compute_capability_minor": p.compute_capability[1],
         "free_memory": free,
+        "total_memory": total,
+        "memory_size": p.total_memory,
         "max_buffer_length": p.total_memory,
         "max_recommended_working_set_size": p.total_memory,
-        "compute_capability": f"{p.compute_capability[0]}.{p.compute_capability[1]}",
         "multiprocessor_count": p.multiprocessors,
         "concurrent_managed_access": p.concurrent_managed_access,
     }

@@ -27,6 +27,9 @@ def _collect(tree: Any, out: list[array]) -> None:
 
 def eval(*args: Any) -> None:  # noqa: A001 - MLX's name
     """Evaluate every array in ``args`` (arrays or trees of them)."""
+    if len(args) == 1 and type(args[0]) is array:  # the common case, kept cheap
+        evaluate(args)
+        return
     roots: list[array] = []
     _collect(args, roots)
     evaluate(roots)

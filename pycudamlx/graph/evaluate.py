@@ -14,12 +14,14 @@ from typing import Any, Iterable
 import numpy as np
 
 from .. import _env
+from ..backend.memstats import track_host
 from .primitive import StrictGpuError
 
 _lock = threading.RLock()
 
 
 _gpu_array_module: Any = None
+_memory_module: Any = None
 
 
 def _gpu() -> Any:
@@ -30,6 +32,16 @@ def _gpu() -> Any:
 
         _gpu_array_module = gpu_array
     return _gpu_array_module
+
+
+def _memory() -> Any:
+    """backend.cuda.memory (residency decisions off the hot path)."""
+    global _memory_module
+    if _memory_module is None:
+        from ..backend.cuda import memory
+
+        _memory_module = memory
+    return _memory_module
 
 
 def to_numpy(a: Any) -> np.ndarray:
@@ -51,10 +63,16 @@ def to_gpu(a: Any, cuda_stream: Any) -> Any:
         host = data.to_numpy()
         g = _gpu().from_numpy(np.ascontiguousarray(host), a._dtype, cuda_stream)
         return g
-    writer = data.buffer.last_write
+    buf = data.buffer
+    writer = buf.last_write
     if writer is not None and writer is not cuda_stream:
         # Written on another stream: this stream waits for it on the GPU.
         cuda_stream.wait(writer.record() if hasattr(writer, "record") else writer)
+    if buf.location != cuda_stream.device.index:
+        # Pages on the host (an upload, a host view handed out) or unknown: prefetch them to
+        # this device before the kernel (large blocks), instead of page faults. Resident data
+        # (the common case) costs this one comparison.
+        _memory().before_kernel(buf, cuda_stream)
     return data
 
 
@@ -93,6 +111,7 @@ def _run(node: Any) -> None:
                 r = r.astype(dtype.np_dtype)
             if r.shape != shape:
                 r = r.reshape(shape)
+            track_host(r)  # CPU buffers count in the memory statistics, as in MLX
             results.append(r)
     for t, r in zip(targets, results):
         if t is not None:

@@ -182,6 +182,14 @@ def bindings_major() -> int:
         return 0
 
 
+def _copy_error(err: CudaError) -> CudaError:
+    """A fresh exception equal to the saved one: raising the saved object itself would attach
+    each raise's traceback to it, and with it the frames (and the arrays) of the first GPU call
+    on a machine without a GPU, kept alive for the life of the process."""
+    return type(err)(str(err), call=err.call, code=err.code, name=err.name,
+                     description=err.description)
+
+
 def init() -> Any:
     """Initialise the driver once per process and return the bindings module.
 
@@ -195,21 +203,21 @@ def init() -> Any:
         if _cu is not None:
             return _cu
         if _init_error is not None:
-            raise _init_error
+            raise _copy_error(_init_error)
         try:
             from cuda.bindings import driver as cu_mod
         except ImportError as exc:
             _init_error = CudaUnavailableError(
                 f"cuda-bindings is not installed ({exc}); install pycudamlx[cu12] or "
                 "pycudamlx[cu13]. Only the CPU backend is available.", call="import")
-            raise _init_error from None
+            raise _copy_error(_init_error) from None
         try:
             (result,) = cu_mod.cuInit(0)
         except RuntimeError as exc:  # cuda.pathfinder: libcuda.so not found
             log.debug("cuInit could not load the driver: %s", exc)
             _init_error = CudaUnavailableError(NO_DRIVER_MESSAGE, call="cuInit",
                                                name="CUDA_ERROR_NO_DRIVER")
-            raise _init_error from None
+            raise _copy_error(_init_error) from None
         if int(result) != 0:
             _cu = cu_mod  # for the error strings
             try:
@@ -222,7 +230,7 @@ def init() -> Any:
                        "only the CPU backend is available.")
                 _init_error = CudaUnavailableError(msg, call="cuInit", code=exc.code,
                                                    name=exc.name, description=exc.description)
-                raise _init_error from None
+                raise _copy_error(_init_error) from None
         _cu = cu_mod
         _initialised_pid = os.getpid()
         return cu_mod

@@ -91,33 +91,77 @@ def _record_write(out: Any, stream: CudaStream) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
+# Launch plans: everything about a launch that depends only on shapes, strides, dtypes and
+# pointer alignment is decided once and cached, so a loop of small ops pays for one dict lookup,
+# the pointer arithmetic and cuLaunchKernel. A plan is (kernel, grid, layout bytes or None, n);
+# None means the rank exceeds MAX_DIMS and the launch takes the (rare) splitting path.
+_plans: dict[tuple, tuple | None] = {}
+_MAX_PLANS = 8192
+
+
+def _remember(key: tuple, plan: tuple | None) -> tuple | None:
+    if len(_plans) >= _MAX_PLANS:
+        _plans.clear()
+    _plans[key] = plan
+    return plan
+
+
+def _size(shape: Sequence[int]) -> int:
+    n = 1
+    for e in shape:
+        n *= e
+    return n
+
+
+def _plan_strided(mod: compiler.LoadedModule, index32: int, index64: int, n: int,
+                  shape: list[int], layout: list[list[int]], device: CudaDevice
+                  ) -> tuple | None:
+    if len(shape) > registry.MAX_DIMS:
+        return None
+    kernel = mod.kernel_list[index32 if _fits_int32(n, shape, layout) else index64]
+    return (kernel, grid_for(n, BLOCK, device), _pack_layout(shape, layout), n)
+
+
 def copy(src: Any, dst: Any, stream: CudaStream) -> None:
     """dst[...] = src cast to dst's dtype; src may broadcast (stride 0) over dst's shape."""
-    n = 1
-    for e in dst.shape:
-        n *= e
-    if n == 0:
-        return
-    mod = _module(registry.copy_module, (src.dtype.name, dst.dtype.name), stream.device)
-    shape, (s_st, d_st) = collapse(dst.shape, (src.strides, dst.strides))
     sp, dp = _ptr(src), _ptr(dst)
-    if len(shape) <= 1 and (not shape or (s_st[0] == 1 and d_st[0] == 1)):
-        vec = (sp | dp) % 16 == 0
-        k = mod.kernel_list[0 if vec else 1]
-        k(grid_for(n // (16 // max(src.dtype.size, dst.dtype.size)) if vec else n, BLOCK,
-                   stream.device), BLOCK, stream, sp, dp, n)
-    elif list(d_st) == list(contiguous_strides(shape)):
-        _launch_layout(mod, 2, 3, n, shape, [s_st], (src, dst), [sp, dp], stream)
+    key = ("copy", src.dtype, dst.dtype, dst.shape, src.strides, dst.strides,
+           not (sp | dp) & 15, stream.device.index)
+    plan = _plans.get(key, False)
+    if plan is False:
+        plan = _remember(key, _plan_copy(src, dst, not (sp | dp) & 15, stream.device))
+    if plan is not None:
+        kernel, grid, layout, n = plan
+        if n:
+            if layout is None:
+                kernel(grid, BLOCK, stream, sp, dp, n)
+            else:
+                kernel(grid, BLOCK, stream, sp, dp, n, layout)
     else:
-        _launch_layout(mod, 4, 5, n, shape, [s_st, d_st], (src, dst), [sp, dp], stream)
+        mod = _module(registry.copy_module, (src.dtype.name, dst.dtype.name), stream.device)
+        shape, (s_st, d_st) = collapse(dst.shape, (src.strides, dst.strides))
+        _launch_layout(mod, 4, 5, _size(shape), shape, [s_st, d_st], (src, dst), [sp, dp],
+                       stream)
     _record_write(dst, stream)
+
+
+def _plan_copy(src: Any, dst: Any, aligned: bool, device: CudaDevice) -> tuple | None:
+    n = _size(dst.shape)
+    mod = _module(registry.copy_module, (src.dtype.name, dst.dtype.name), device)
+    if n == 0:
+        return (mod.kernel_list[1], 1, None, 0)
+    shape, (s_st, d_st) = collapse(dst.shape, (src.strides, dst.strides))
+    if len(shape) <= 1 and (not shape or (s_st[0] == 1 and d_st[0] == 1)):
+        width = 16 // max(src.dtype.size, dst.dtype.size) if aligned else 1
+        return (mod.kernel_list[0 if aligned else 1], grid_for(n // width, BLOCK, device), None, n)
+    if list(d_st) == list(contiguous_strides(shape)):
+        return _plan_strided(mod, 2, 3, n, shape, [s_st], device)
+    return _plan_strided(mod, 4, 5, n, shape, [s_st, d_st], device)
 
 
 def fill(dst: Any, value_bytes: bytes, stream: CudaStream) -> None:
     """Fill a contiguous view with one value, given as the dtype's raw bytes."""
-    n = 1
-    for e in dst.shape:
-        n *= e
+    n = _size(dst.shape)
     if n == 0:
         return
     name = dst.dtype.name
@@ -131,34 +175,69 @@ def fill(dst: Any, value_bytes: bytes, stream: CudaStream) -> None:
 
 
 def unary(op: str, a: Any, out: Any, stream: CudaStream) -> None:
-    n = 1
-    for e in out.shape:
-        n *= e
-    if n == 0:
-        return
-    mod = _module(registry.unary_module, (op, a.dtype.name), stream.device)
-    shape, (a_st,) = collapse(out.shape, (a.strides,))
+    """out = op(a); out is contiguous, a any strided view of out's shape."""
     ap, op_ = _ptr(a), _ptr(out)
-    if len(shape) <= 1 and (not shape or a_st[0] == 1):
-        vec = (ap | op_) % 16 == 0
-        width = 16 // max(a.dtype.size, out.dtype.size) if vec else 1
-        mod.kernel_list[0 if vec else 1](grid_for(n // width, BLOCK, stream.device), BLOCK,
-                                         stream, ap, op_, n)
+    key = (op, a.dtype, out.shape, a.strides, not (ap | op_) & 15, stream.device.index)
+    plan = _plans.get(key, False)
+    if plan is False:
+        plan = _remember(key, _plan_unary(op, a, out, not (ap | op_) & 15, stream.device))
+    if plan is not None:
+        kernel, grid, layout, n = plan
+        if n:
+            if layout is None:
+                kernel(grid, BLOCK, stream, ap, op_, n)
+            else:
+                kernel(grid, BLOCK, stream, ap, op_, n, layout)
     else:
-        _launch_layout(mod, 2, 3, n, shape, [a_st], (a, out), [ap, op_], stream)
+        mod = _module(registry.unary_module, (op, a.dtype.name), stream.device)
+        shape, (a_st,) = collapse(out.shape, (a.strides,))
+        _launch_layout(mod, 2, 3, _size(shape), shape, [a_st], (a, out), [ap, op_], stream)
     _record_write(out, stream)
+
+
+def _plan_unary(op: str, a: Any, out: Any, aligned: bool, device: CudaDevice) -> tuple | None:
+    n = _size(out.shape)
+    mod = _module(registry.unary_module, (op, a.dtype.name), device)
+    if n == 0:
+        return (mod.kernel_list[1], 1, None, 0)
+    shape, (a_st,) = collapse(out.shape, (a.strides,))
+    if len(shape) <= 1 and (not shape or a_st[0] == 1):
+        width = 16 // max(a.dtype.size, out.dtype.size) if aligned else 1
+        return (mod.kernel_list[0 if aligned else 1], grid_for(n // width, BLOCK, device), None,
+                n)
+    return _plan_strided(mod, 2, 3, n, shape, [a_st], device)
 
 
 def binary(op: str, a: Any, b: Any, out: Any, stream: CudaStream) -> None:
     """out = op(a, b); a and b have out's shape (broadcast by stride 0) and one dtype."""
-    n = 1
-    for e in out.shape:
-        n *= e
-    if n == 0:
-        return
-    mod = _module(registry.binary_module, (op, a.dtype.name), stream.device)
-    shape, (a_st, b_st) = collapse(out.shape, (a.strides, b.strides))
     ap, bp, op_ = _ptr(a), _ptr(b), _ptr(out)
+    aligned = not (ap | bp | op_) & 15
+    key = (op, a.dtype, out.shape, a.strides, b.strides, aligned, stream.device.index)
+    plan = _plans.get(key, False)
+    if plan is False:
+        plan = _remember(key, _plan_binary(op, a, b, out, aligned, stream.device))
+    if plan is not None:
+        kernel, grid, layout, n = plan
+        if n:
+            if layout is None:
+                kernel(grid, BLOCK, stream, ap, bp, op_, n)
+            else:
+                kernel(grid, BLOCK, stream, ap, bp, op_, n, layout)
+    else:
+        mod = _module(registry.binary_module, (op, a.dtype.name), stream.device)
+        shape, (a_st, b_st) = collapse(out.shape, (a.strides, b.strides))
+        _launch_layout(mod, 6, 7, _size(shape), shape, [a_st, b_st], (a, b, out),
+                       [ap, bp, op_], stream)
+    _record_write(out, stream)
+
+
+def _plan_binary(op: str, a: Any, b: Any, out: Any, aligned: bool, device: CudaDevice
+                 ) -> tuple | None:
+    n = _size(out.shape)
+    mod = _module(registry.binary_module, (op, a.dtype.name), device)
+    if n == 0:
+        return (mod.kernel_list[3], 1, None, 0)
+    shape, (a_st, b_st) = collapse(out.shape, (a.strides, b.strides))
     if len(shape) <= 1:
         sa = not shape or a_st[0] == 0
         sb = not shape or b_st[0] == 0
@@ -168,15 +247,10 @@ def binary(op: str, a: Any, b: Any, out: Any, stream: CudaStream) -> None:
             if sa and sb:  # a single element
                 sa = sb = False
             variant = 1 if sa else 2 if sb else 0
-            vec = ((0 if sa else ap) | (0 if sb else bp) | op_) % 16 == 0
-            width = 16 // max(a.dtype.size, out.dtype.size) if vec else 1
-            mod.kernel_list[variant + (0 if vec else 3)](
-                grid_for(n // width, BLOCK, stream.device), BLOCK, stream, ap, bp, op_, n)
-            _record_write(out, stream)
-            return
-    _launch_layout(mod, 6, 7, n, shape or [1], [a_st or [0], b_st or [0]], (a, b, out),
-                   [ap, bp, op_], stream)
-    _record_write(out, stream)
+            width = 16 // max(a.dtype.size, out.dtype.size) if aligned else 1
+            return (mod.kernel_list[variant + (0 if aligned else 3)],
+                    grid_for(n // width, BLOCK, device), None, n)
+    return _plan_strided(mod, 6, 7, n, shape or [1], [a_st or [0], b_st or [0]], device)
 
 
 def where(cond: Any, a: Any, b: Any, out: Any, stream: CudaStream) -> None:
@@ -190,6 +264,26 @@ def where(cond: Any, a: Any, b: Any, out: Any, stream: CudaStream) -> None:
     shape, sts = collapse(out.shape, (cond.strides, a.strides, b.strides))
     _launch_layout(mod, 0, 1, n, shape or [1], [s or [0] for s in sts], (cond, a, b, out),
                    [_ptr(cond), _ptr(a), _ptr(b), _ptr(out)], stream)
+    _record_write(out, stream)
+
+
+def all_true(x: Any, out: Any, stream: CudaStream) -> None:
+    """out (a one-element bool view) = every element of bool view x is true."""
+    fill(out, b"\x01", stream)
+    n = 1
+    for e in x.shape:
+        n *= e
+    if n == 0:
+        return
+    if list(x.strides) != list(contiguous_strides(x.shape)):
+        from .array import empty
+
+        dense = empty(tuple(x.shape), x.dtype, stream)
+        copy(x, dense, stream)
+        dense.buffer.last_use = stream  # freed in stream order, after the kernel below
+        x = dense
+    mod = _module(registry.all_true_module, (), stream.device)
+    mod.kernel_list[0](grid_for(n, BLOCK, stream.device), BLOCK, stream, _ptr(x), _ptr(out), n)
     _record_write(out, stream)
 
 

@@ -76,12 +76,14 @@ def vector_width(*dtype_names: str) -> int:
     return 16 // max(dt.by_name[n].size for n in dtype_names)
 
 
-def _program(family_file: str, prelude: str = "") -> str:
-    return (read_source("common.cuh") + "\n// ---- generated ----\n" + prelude + "\n"
-            + read_source(family_file))
+def _program(family_file: str, prelude: str = "", math: bool = False) -> str:
+    """common.cuh (+ math.cuh for op families) + the generated prelude + the family's source."""
+    head = read_source("common.cuh") + ("\n" + read_source("math.cuh") if math else "")
+    return head + "\n// ---- generated ----\n" + prelude + "\n" + read_source(family_file)
 
 
-def _functor(op: optable.ElementwiseOp, family: str) -> str:
+def _functor(op: optable.ElementwiseOp, family: str, storage: str) -> str:
+    """The ``Op`` functor of one op for one dtype; ``S`` names the storage type."""
     if op.arity == 1:
         args, params = "a", "C a"
     else:
@@ -89,6 +91,7 @@ def _functor(op: optable.ElementwiseOp, family: str) -> str:
     expr = op.expression(family)
     return (f"// op {op.name} ({args}) for dtype family '{family}'\n"
             "struct Op {\n"
+            f"  typedef {storage} S;\n"
             f"  template <typename C> PCM_DEVICE auto operator()({params}) const "
             f"{{ return {expr}; }}\n"
             "};\n")
@@ -125,7 +128,7 @@ def copy_module(src: str, dst: str) -> ModuleSpec:
 
 
 def op_output_dtype(op: optable.ElementwiseOp, dtype: str) -> str:
-    return "bool" if op.result == "bool" else dtype
+    return op.output_dtype(dt.by_name[dtype]).name
 
 
 @functools.lru_cache(maxsize=None)
@@ -143,7 +146,8 @@ def unary_module(op_name: str, dtype: str) -> ModuleSpec:
     )
     family = dt.by_name[dtype].kind
     return ModuleSpec(f"unary.{op_name}.{dtype}", "unary",
-                      _program("unary.cu", _functor(op, family)), kernels, (dtype,))
+                      _program("unary.cu", _functor(op, family, t), math=True), kernels,
+                      (dtype,))
 
 
 @functools.lru_cache(maxsize=None)
@@ -163,7 +167,8 @@ def binary_module(op_name: str, dtype: str) -> ModuleSpec:
     )
     family = dt.by_name[dtype].kind
     return ModuleSpec(f"binary.{op_name}.{dtype}", "binary",
-                      _program("binary.cu", _functor(op, family)), kernels, (dtype,))
+                      _program("binary.cu", _functor(op, family, t), math=True), kernels,
+                      (dtype,))
 
 
 @functools.lru_cache(maxsize=None)
@@ -174,6 +179,101 @@ def where_module(dtype: str) -> ModuleSpec:
     kernels = (KernelSpec(f"where_strided<{t}, int32_t>", sig),
                KernelSpec(f"where_strided<{t}, int64_t>", sig))
     return ModuleSpec(f"where.{dtype}", "where", _program("where.cu"), kernels, (dtype,))
+
+
+@functools.lru_cache(maxsize=None)
+def all_true_module() -> ModuleSpec:
+    """``all`` of a contiguous bool array into one bool (allclose, array_equal)."""
+    kernels = (KernelSpec("all_true", ("ptr", "ptr", "i64")),)
+    return ModuleSpec("all_true.bool", "all_true", _program("all_true.cu"), kernels, ("bool",))
+
+
+# Sequences, masks and the diagonal sum (sequence.cu); gathers and scatters (gather.cu).
+
+#: Index arrays one gather/scatter launch takes (gather.cu PCM_MAX_INDEX).
+MAX_INDEX = 8
+#: sizeof(IndexArgs) in gather.cu: shape, strides, update strides, index strides, pointers,
+#: axis strides, axis sizes, clamp bounds, ndim, nidx.
+INDEX_ARGS_BYTES = 8 * MAX_DIMS * 3 + 8 * MAX_INDEX * MAX_DIMS + 8 * MAX_INDEX * 4 + 8
+#: The index dtypes gathers and scatters read (other integer indices are cast to one of them).
+INDEX_DTYPES: tuple[str, ...] = ("int32", "int64")
+
+
+@functools.lru_cache(maxsize=None)
+def sequence_module(dtype: str) -> ModuleSpec:
+    """arange, linspace, tri/eye masks, tril/triu, strided fill (and windows for float32)."""
+    t = _ctype(dtype)
+    kind = dt.by_name[dtype].kind
+    lay1 = f"bytes:{layout_bytes(1)}"
+    kernels: list[KernelSpec] = []
+    if kind in "iu":
+        kernels.append(KernelSpec(f"arange_int<{t}>", ("ptr", "i64", "u64", "u64")))
+    elif kind in "fc":
+        kernels.append(KernelSpec(f"arange_float<{t}>", ("ptr", "i64", "f64", "f64")))
+    if dtype == "float64":
+        kernels.append(KernelSpec(f"linspace_d<{t}>", ("ptr", "i64", "f64", "f64", "f64")))
+    kernels += [
+        KernelSpec(f"linspace<{t}>", ("ptr", "i64", "f32", "f32", "f32")),
+        KernelSpec(f"tri_mask<{t}>", ("ptr", "i64", "i64", "i64", "i32")),
+    ]
+    for i in ("int32_t", "int64_t"):
+        kernels.append(KernelSpec(f"tri_select<{t}, {i}>",
+                                  ("ptr", "ptr", "i64", lay1, "i64", "i64", "i64", "i32")))
+    for i in ("int32_t", "int64_t"):
+        kernels.append(KernelSpec(f"fill_strided<{t}, {i}>",
+                                  ("ptr", f"bytes:{dt.by_name[dtype].size}", "i64", lay1)))
+    if dtype == "float32":
+        kernels.append(KernelSpec("window", ("ptr", "i64", "i32")))
+    return ModuleSpec(f"sequence.{dtype}", "sequence", _program("sequence.cu"), tuple(kernels),
+                      (dtype,))
+
+
+@functools.lru_cache(maxsize=None)
+def trace_module(src: str, dst: str) -> ModuleSpec:
+    """Sums along a strided diagonal (trace), from dtype ``src`` into ``dst``."""
+    t, u = _ctype(src), _ctype(dst)
+    lay1 = f"bytes:{layout_bytes(1)}"
+    sig = ("ptr", "ptr", "i64", lay1, "i64", "i64")
+    kernels = tuple(KernelSpec(f"diag_sum<{t}, {u}, {i}>", sig) for i in ("int32_t", "int64_t"))
+    return ModuleSpec(f"trace.{src}.{dst}", "trace", _program("sequence.cu"), kernels,
+                      tuple(sorted({src, dst})))
+
+
+def trace_dtype(dtype: str) -> str:
+    """The dtype ``mx.trace`` (a sum) gives ``dtype``: small integers widen as MLX's sum does."""
+    return {"bool": "int32", "int8": "int32", "int16": "int32", "uint8": "uint32",
+            "uint16": "uint32"}.get(dtype, dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def gather_module(dtype: str, index: str) -> ModuleSpec:
+    """Gathers of ``dtype`` elements with ``index`` (int32/int64) index arrays: int32 and int64
+    index math."""
+    t, x = _ctype(dtype), _ctype(index)
+    args = f"bytes:{INDEX_ARGS_BYTES}"
+    kernels = tuple(KernelSpec(f"gather<{t}, {x}, {i}>", ("ptr", "ptr", "i64", args))
+                    for i in ("int32_t", "int64_t"))
+    return ModuleSpec(f"gather.{dtype}.{index}", "gather", _program("gather.cu"), kernels,
+                      tuple(sorted({dtype, index})))
+
+
+#: (index math, winner type) of the scatter kernels, in their order in scatter_module.
+SCATTER_VARIANTS: tuple[tuple[str, str], ...] = (("int32_t", "uint32_t"), ("int64_t", "uint64_t"))
+
+
+@functools.lru_cache(maxsize=None)
+def scatter_module(dtype: str, index: str) -> ModuleSpec:
+    """Scatters (setitem with index arrays, slice_update with array starts): scatter_claim then
+    scatter_write for each of SCATTER_VARIANTS."""
+    t, x = _ctype(dtype), _ctype(index)
+    args = f"bytes:{INDEX_ARGS_BYTES}"
+    kernels = tuple(KernelSpec(f"scatter_claim<{x}, {i}, {w}>", ("ptr", "i64", args, "i32"))
+                    for i, w in SCATTER_VARIANTS)
+    kernels += tuple(KernelSpec(f"scatter_write<{t}, {x}, {i}, {w}>",
+                                ("ptr", "ptr", "ptr", "i64", args, "i32"))
+                     for i, w in SCATTER_VARIANTS)
+    return ModuleSpec(f"scatter.{dtype}.{index}", "scatter", _program("gather.cu"), kernels,
+                      tuple(sorted({dtype, index})))
 
 
 def _op_defined(op: optable.ElementwiseOp, dtype: str) -> bool:
@@ -193,6 +293,14 @@ def builtin_modules(dtypes: Sequence[str] = COMMON_DTYPES) -> list[ModuleSpec]:
             modules.append(unary_module(name, d) if op.arity == 1 else binary_module(name, d))
     for d in dtypes:
         modules.append(where_module(d))
+    for d in dtypes:
+        modules.append(sequence_module(d))
+        modules.append(trace_module(d, trace_dtype(d)))
+        for index in INDEX_DTYPES:
+            modules.append(gather_module(d, index))
+            modules.append(scatter_module(d, index))
+    if "bool" in dtypes:
+        modules.append(all_true_module())
     return modules
 
 

@@ -80,16 +80,40 @@ class Binary(Primitive):
         return [out]
 
 
-def cast_numpy(x: np.ndarray, dtype: dt.Dtype) -> np.ndarray:
-    """numpy astype with MLX's results where C++ leaves it undefined: NaN -> 0 and saturation
-    for float -> integer (what the GPU kernels do too)."""
+_BF16 = dt.bfloat16.np_dtype  # numpy reports ml_dtypes' bfloat16 as kind 'V'
+
+
+def _float_to_int(x: np.ndarray, dtype: dt.Dtype) -> np.ndarray:
+    """Float (or complex: the real part) to integer, as common.cuh's float_to_int: MLX's CPU
+    results where every processor agrees (NaN -> 0; 8- and 16-bit targets wrap modulo 2**bits
+    inside int32's range, since the CPU converts through int32), saturation elsewhere out of
+    range (where MLX's own result depends on the processor)."""
     target = dtype.np_dtype
-    if dtype.kind in "iu" and x.dtype.kind in "fc":
-        src = x.real if x.dtype.kind == "c" else x
-        src = src.astype(np.float64)
-        info = np.iinfo(target)
-        src = np.where(np.isnan(src), 0, np.clip(src, info.min, info.max))
-        return src.astype(target)
+    info = np.iinfo(target)
+    src = x.real if x.dtype.kind == "c" else x
+    with np.errstate(all="ignore"):
+        t = np.trunc(src.astype(np.float64))
+        t = np.where(np.isnan(t), 0.0, t)
+        if dtype.size <= 2:
+            lo, hi = -2.0**31, 2.0**31
+        else:
+            lo, hi = float(info.min), float(info.max) + 1.0
+        inside = (t >= lo) & (t < hi)
+        if dtype is dt.uint64:
+            out = np.where(inside, t, 0.0).astype(np.uint64)
+        else:
+            out = np.where(inside, t, 0.0).astype(np.int64).astype(target)
+        sat = np.where(t < 0, np.array(info.min, target), np.array(info.max, target))
+        out = np.where(inside, out, sat)
+    return out.astype(target, copy=False)
+
+
+def cast_numpy(x: np.ndarray, dtype: dt.Dtype) -> np.ndarray:
+    """numpy astype with defined results where C++ leaves them undefined (float -> integer: see
+    _float_to_int); the GPU kernels (common.cuh Cast) give the same."""
+    target = dtype.np_dtype
+    if dtype.kind in "iu" and (x.dtype.kind in "fc" or x.dtype == _BF16):
+        return _float_to_int(x, dtype)
     if dtype is dt.bool_ and x.dtype.kind == "c":
         return x != 0
     if x.dtype.kind == "c" and dtype.kind in "f":
@@ -131,4 +155,47 @@ class Where(Primitive):
         out = gpu_array.empty(shape, dtype, stream)
         c, a, b = (broadcast_view(x, shape) for x in inputs)
         launch.where(c, a, b, out, stream)
+        return [out]
+
+
+class DivMod(Primitive):
+    """``divmod``: the floor quotient and the remainder, two outputs of one node."""
+
+    __slots__ = ()
+    name = "divmod"
+    gpu_kernel = True
+    _quotient = optable.OPS["floor_divide"]
+    _remainder = optable.OPS["remainder"]
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        a, b = inputs
+        with np.errstate(all="ignore"):
+            return [self._quotient.numpy(a, b), self._remainder.numpy(a, b)]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, launch = _cuda()
+        shape, dtype = outs[0]
+        a = broadcast_view(inputs[0], shape)
+        b = broadcast_view(inputs[1], shape)
+        q = gpu_array.empty(shape, dtype, stream)
+        r = gpu_array.empty(shape, dtype, stream)
+        launch.binary("floor_divide", a, b, q, stream)
+        launch.binary("remainder", a, b, r, stream)
+        return [q, r]
+
+
+class AllTrue(Primitive):
+    """Whether every element of a bool array is true, as a 0-d bool (allclose, array_equal)."""
+
+    __slots__ = ()
+    name = "all_true"
+    gpu_kernel = True
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        return [np.array(bool(np.all(inputs[0])))]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, launch = _cuda()
+        out = gpu_array.empty((), dt.bool_, stream)
+        launch.all_true(inputs[0], out, stream)
         return [out]

@@ -62,12 +62,20 @@ template <> PCM_DEVICE float to_compute<__nv_bfloat16>(__nv_bfloat16 v) { return
 
 // ---- casts between any two dtypes (MLX's rules) ----------------------------------------------
 
-// A float converted to an integer: NaN gives 0, out-of-range values saturate (no UB).
-template <typename I> PCM_DEVICE I float_to_int(double v, double lo, double hi) {
+// A float converted to an integer, with MLX's CPU results where they are the same on every
+// processor: NaN gives 0; for 8- and 16-bit targets the truncated value wraps modulo 2^bits when
+// it lies in int32's range (the CPU converts through int32); otherwise values outside the
+// target's range saturate (MLX's result there depends on the processor). [WLO, WHI) is the range
+// converted through a signed 64-bit integer.
+template <typename I> PCM_DEVICE I float_to_int(double v, I lo, I hi, double wlo, double whi) {
   if (v != v) return (I)0;
-  if (v <= lo) return (I)lo;
-  if (v >= hi) return (I)hi;
-  return (I)v;
+  v = trunc(v);
+  if (v >= wlo && v < whi) return (I)(long long)v;
+  if ((unsigned long long)hi > 9223372036854775807ULL && v >= 0.0 &&
+      v < 18446744073709551616.0) {
+    return (I)(unsigned long long)v;  // uint64 above int64's range
+  }
+  return v < 0.0 ? lo : hi;
 }
 
 template <typename To> struct Cast {
@@ -77,24 +85,26 @@ template <typename To> struct Cast {
   PCM_DEVICE static To from(complex64_t v) { return Cast<To>::from(v.re); }
   PCM_DEVICE static To from(bool v) { return (To)(v ? 1 : 0); }
 };
-#define PCM_INT_CAST(I, LO, HI)                                                              \
+#define PCM_INT_CAST(I, LO, HI, WLO, WHI)                                                    \
   template <> struct Cast<I> {                                                                \
     template <typename From> PCM_DEVICE static I from(From v) { return (I)v; }                \
-    PCM_DEVICE static I from(float v) { return float_to_int<I>((double)v, LO, HI); }          \
-    PCM_DEVICE static I from(double v) { return float_to_int<I>(v, LO, HI); }                 \
+    PCM_DEVICE static I from(float v) { return float_to_int<I>((double)v, LO, HI, WLO, WHI); } \
+    PCM_DEVICE static I from(double v) { return float_to_int<I>(v, LO, HI, WLO, WHI); }       \
     PCM_DEVICE static I from(__half v) { return from(half_to_float(v)); }                     \
     PCM_DEVICE static I from(__nv_bfloat16 v) { return from(bf16_to_float(v)); }              \
     PCM_DEVICE static I from(complex64_t v) { return from(v.re); }                            \
     PCM_DEVICE static I from(bool v) { return (I)(v ? 1 : 0); }                               \
   };
-PCM_INT_CAST(int8_t, -128.0, 127.0)
-PCM_INT_CAST(int16_t, -32768.0, 32767.0)
-PCM_INT_CAST(int32_t, -2147483648.0, 2147483647.0)
-PCM_INT_CAST(int64_t, -9223372036854775808.0, 9223372036854774784.0)
-PCM_INT_CAST(uint8_t, 0.0, 255.0)
-PCM_INT_CAST(uint16_t, 0.0, 65535.0)
-PCM_INT_CAST(uint32_t, 0.0, 4294967295.0)
-PCM_INT_CAST(uint64_t, 0.0, 18446744073709549568.0)
+PCM_INT_CAST(int8_t, (int8_t)-128, (int8_t)127, -2147483648.0, 2147483648.0)
+PCM_INT_CAST(int16_t, (int16_t)-32768, (int16_t)32767, -2147483648.0, 2147483648.0)
+PCM_INT_CAST(int32_t, (int32_t)(-2147483647 - 1), (int32_t)2147483647, -2147483648.0, 2147483648.0)
+PCM_INT_CAST(int64_t, (int64_t)(-9223372036854775807LL - 1), (int64_t)9223372036854775807LL,
+             -9223372036854775808.0, 9223372036854775808.0)
+PCM_INT_CAST(uint8_t, (uint8_t)0, (uint8_t)255, -2147483648.0, 2147483648.0)
+PCM_INT_CAST(uint16_t, (uint16_t)0, (uint16_t)65535, -2147483648.0, 2147483648.0)
+PCM_INT_CAST(uint32_t, (uint32_t)0, (uint32_t)4294967295U, 0.0, 4294967296.0)
+PCM_INT_CAST(uint64_t, (uint64_t)0, (uint64_t)18446744073709551615ULL, 0.0,
+             9223372036854775808.0)
 #undef PCM_INT_CAST
 
 template <> struct Cast<bool> {

@@ -1,0 +1,433 @@
+"""``array.__getitem__`` and ``array.__setitem__``: MLX's (numpy's) indexing rules.
+
+Basic indexing (ints, slices with any step, None / ``mx.newaxis``, Ellipsis) is one zero-copy
+view. Integer arrays (and lists) gather along their axes with numpy's placement rule (the
+broadcast index dimensions replace the indexed axes when every advanced index, ints included,
+is adjacent; otherwise they come first), as MLX's ``__getitem__`` does. Boolean arrays are
+refused by ``__getitem__`` as in MLX, and accepted alone by ``__setitem__`` (MLX's masked
+scatter).
+
+Out of range: a Python int raises IndexError (MLX reads garbage or crashes); an index array whose
+values are on the host (a list, or an array built from host data) is checked and raises
+IndexError; other index arrays (lazy or GPU results) are not read back: a gather wraps a negative
+index once and clamps the rest into range, a scatter skips out-of-range positions. A slice step
+of 0 raises ValueError (MLX dies with SIGFPE); slice bounds clamp like Python's.
+
+``setitem`` returns the new value of ``a`` (a copy of its old value with the update, MLX arrays
+being values); the array class's ``__setitem__`` makes ``a`` take it, while arrays built from ``a``
+before the assignment keep its old value (core/array.py ``_overwrite``). Duplicate positions in a
+scatter take the last update, as on MLX's CPU.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..graph.primitives import shape as P
+from ..graph.primitives.elementwise import cast_numpy
+from ..graph.primitives.shape import ViewSpec
+from . import device as dev
+from ._base import astype, broadcast_shapes as _broadcast2
+from .array import array, from_data, make
+from .shape import _index_dtype, broadcast_view, fmt_shape, view
+
+__all__ = ["newaxis"]
+
+#: ``mx.newaxis``: None, as in numpy.
+newaxis = None
+
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+_NONE, _INT, _SLICE, _ARRAY = 0, 1, 2, 3
+
+
+def _bad_type(top: bool) -> ValueError:
+    return ValueError("Cannot index mlx array using the given type." if top else
+                      "Cannot index mlx array using the given type yet")
+
+
+def _as_int(x: Any) -> int | None:
+    """x as an index int (Python or numpy integer; not bool), or None if it is not one."""
+    if isinstance(x, (bool, np.bool_, np.ndarray, array)):
+        return None
+    if isinstance(x, int):
+        return x
+    try:
+        return operator.index(x)
+    except TypeError:
+        return None
+
+
+def _index_array(x: Any, top: bool) -> array:
+    """A list or mx.array index as an integer mx.array (MLX's errors for others)."""
+    if isinstance(x, list):
+        x = array(x)
+    if x._dtype is dt.bool_:
+        raise ValueError("boolean indices are not yet supported" if top else
+                         "[Gather] Boolean indices not supported.")
+    if x._dtype.kind not in "iu":
+        raise ValueError("[gather] Got indices with invalid dtype. Indices must be integral.")
+    return x
+
+
+def _slice_int(v: Any) -> int | None:
+    if v is None:
+        return None
+    i = _as_int(v)
+    if i is None:
+        raise ValueError("Slice indices must be integers or None.")
+    if not _I32_MIN <= i <= _I32_MAX:
+        raise ValueError("Slice indices must be 32-bit integers.")
+    return i
+
+
+def _slice_params(s: slice, n: int) -> tuple[int, int, int]:
+    """(start, step, length) of a slice over an axis of size n, bounds clamped like Python."""
+    start, stop, step = _slice_int(s.start), _slice_int(s.stop), _slice_int(s.step)
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    start, stop, step = slice(start, stop, step).indices(n)
+    return start, step, len(range(start, stop, step))
+
+
+def _parse(a: array, index: Any) -> list[tuple[int, Any]]:
+    """The index as a list of (kind, value) over a's axes, Nones included, Ellipsis expanded
+    and trailing axes filled with full slices. Ints are normalised and bounds-checked."""
+    top = not isinstance(index, tuple)
+    entries = (index,) if top else index
+    shape = a._shape
+    ndim = len(shape)
+    parsed: list[tuple[int, Any]] = []
+    ellipsis_at = -1
+    count = 0
+    for e in entries:
+        if e is None:
+            parsed.append((_NONE, None))
+        elif e is Ellipsis:
+            if ellipsis_at >= 0:
+                raise ValueError("An index can only have a single ellipsis (...)")
+            ellipsis_at = len(parsed)
+        elif isinstance(e, slice):
+            parsed.append((_SLICE, e))
+            count += 1
+        elif isinstance(e, (array, list)):
+            parsed.append((_ARRAY, _index_array(e, top)))
+            count += 1
+        else:
+            i = _as_int(e)
+            if i is None:
+                raise _bad_type(top)
+            if not _I32_MIN <= i <= _I32_MAX:
+                raise ValueError("Slice indices must be 32-bit integers.")
+            parsed.append((_INT, i))
+            count += 1
+    if top and ndim == 0 and count:
+        raise ValueError("too many indices for array: array is 0-dimensional")
+    if count > ndim:
+        raise ValueError(f"Too many indices for array with {ndim} dimensions.")
+    fill = [(_SLICE, slice(None))] * (ndim - count)
+    if ellipsis_at >= 0:
+        parsed[ellipsis_at:ellipsis_at] = fill
+    else:
+        parsed += fill
+    axis = 0
+    for k, (kind, value) in enumerate(parsed):
+        if kind == _NONE:
+            continue
+        if kind == _INT:
+            n = shape[axis]
+            if not -n <= value < n:
+                raise IndexError(f"index {value} is out of bounds for axis {axis} with size {n}")
+            parsed[k] = (_INT, value + n if value < 0 else value)
+        axis += 1
+    return parsed
+
+
+def _basic_spec(shape: tuple[int, ...], parsed: list[tuple[int, Any]], keep_arrays: bool
+                ) -> tuple[ViewSpec, list[int]]:
+    """The view of slices and ints (and Nones unless ``keep_arrays``); with ``keep_arrays``,
+    array-indexed axes stay whole and Nones are left out. Also returns, for each output dim,
+    the parsed entry it comes from."""
+    off = [0] * len(shape)
+    terms: list[tuple] = []
+    out: list[int] = []
+    origin: list[int] = []
+    axis = 0
+    for k, (kind, value) in enumerate(parsed):
+        if kind == _NONE:
+            if not keep_arrays:
+                terms.append(())
+                out.append(1)
+                origin.append(k)
+            continue
+        if kind == _INT:
+            off[axis] = value
+        elif kind == _SLICE:
+            start, step, length = _slice_params(value, shape[axis])
+            if length:
+                off[axis] = start
+            terms.append(((axis, step),))
+            out.append(length)
+            origin.append(k)
+        else:
+            terms.append(((axis, 1),))
+            out.append(shape[axis])
+            origin.append(k)
+        axis += 1
+    return ViewSpec(tuple(out), tuple(off), tuple(terms)), origin
+
+
+def _is_identity(spec: ViewSpec, shape: tuple[int, ...]) -> bool:
+    return spec.shape == shape and not any(spec.off) and all(
+        t == ((d, 1),) for d, t in enumerate(spec.terms))
+
+
+def _check_host_bounds(idx: array, size: int, axis: int) -> None:
+    """IndexError for an out-of-range index when its values are already on the host."""
+    data = idx._data
+    if isinstance(data, np.ndarray) and data.size:
+        lo, hi = int(data.min()), int(data.max())
+        if lo < -size or hi >= size:
+            bad = lo if lo < -size else hi
+            raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
+
+
+class _Advanced:
+    """The decomposition of an index with integer arrays: a basic view of the source, a gather
+    over some of its axes, and the final arrangement of the gathered dims."""
+
+    __slots__ = ("spec", "axes", "arrays", "bshape", "final", "final_shape", "rest")
+
+    def __init__(self, a: array, parsed: list[tuple[int, Any]]) -> None:
+        shape = a._shape
+        self.spec, origin = _basic_spec(shape, parsed, keep_arrays=True)
+        vshape = self.spec.shape
+        arrays = []
+        self.axes = []
+        for vdim, k in enumerate(origin):
+            if parsed[k][0] == _ARRAY:
+                self.axes.append(vdim)
+                arrays.append(parsed[k][1])
+        bshape: tuple[int, ...] = ()
+        for x in arrays:
+            bshape = _broadcast2(bshape, x._shape)
+        self.bshape = bshape
+        bsize = 1
+        for e in bshape:
+            bsize *= e
+        for ax, x in zip(self.axes, arrays):
+            if vshape[ax] == 0 and bsize:
+                raise IndexError(f"index out of bounds: cannot take from axis {ax} of size 0")
+            _check_host_bounds(x, vshape[ax], ax)
+        self.arrays = arrays
+        # Where the broadcast dims go: in place of the advanced entries when they (ints
+        # included) are adjacent, else first.
+        adv = [k for k, (kind, _) in enumerate(parsed) if kind in (_INT, _ARRAY)]
+        adjacent = adv == list(range(adv[0], adv[-1] + 1))
+        self.rest = [d for d in range(len(vshape)) if d not in self.axes]
+        nb = len(bshape)
+        # Gathered dims: B..., then the rest of the view's dims in order. ``final`` lists, per
+        # output dim, the gathered dim it is (or -1 for a None).
+        rest_of_entry = {origin[d]: i for i, d in enumerate(self.rest)}
+        final: list[int] = []
+        placed = False
+        if not adjacent:
+            final += list(range(nb))
+            placed = True
+        for k, (kind, _) in enumerate(parsed):
+            if kind == _NONE:
+                final.append(-1)
+            elif kind in (_INT, _ARRAY):
+                if not placed:
+                    final += list(range(nb))
+                    placed = True
+            else:
+                final.append(nb + rest_of_entry[k])
+        self.final = final
+        gshape = tuple(bshape) + tuple(vshape[d] for d in self.rest)
+        self.final_shape = tuple(1 if g < 0 else gshape[g] for g in final)
+
+    def gathered_shape(self) -> tuple[int, ...]:
+        return tuple(self.bshape) + tuple(self.spec.shape[d] for d in self.rest)
+
+    def identity_final(self) -> bool:
+        return self.final == list(range(len(self.gathered_shape())))
+
+
+def _cast_indices(arrays: list[array], s: Any) -> list[array]:
+    dtype = dt.int32
+    for x in arrays:
+        if _index_dtype(x._dtype) is dt.int64:
+            dtype = dt.int64
+    return [astype(x, dtype, s) for x in arrays]
+
+
+# ----------------------------------------------------------------------------------------------
+# __getitem__
+
+
+def getitem(a: array, index: Any) -> array:
+    """``a[index]`` with MLX's rules (see the module docstring)."""
+    shape = a._shape
+    if type(index) is int and shape:  # fast path: a[i]
+        n = shape[0]
+        if not -n <= index < n:
+            if not _I32_MIN <= index <= _I32_MAX:
+                raise ValueError("Slice indices must be 32-bit integers.")
+            raise IndexError(f"index {index} is out of bounds for axis 0 with size {n}")
+        i = index + n if index < 0 else index
+        off = (i,) + (0,) * (len(shape) - 1)
+        spec = ViewSpec(shape[1:], off, tuple(((d, 1),) for d in range(1, len(shape))))
+        return view(a, spec, "getitem", None)
+    if index is Ellipsis or (type(index) is tuple and not index):
+        return a
+    if not isinstance(index, (tuple, slice, list, array)) and index is not None \
+            and _as_int(index) is None:
+        raise ValueError("Cannot index mlx array using the given type.")
+    parsed = _parse(a, index)
+    if not any(kind == _ARRAY for kind, _ in parsed):
+        spec, _ = _basic_spec(shape, parsed, keep_arrays=False)
+        if _is_identity(spec, shape):
+            return a
+        return view(a, spec, "getitem", None)
+    s = dev.resolve_stream(None)
+    adv = _Advanced(a, parsed)
+    src = a if _is_identity(adv.spec, shape) else view(a, adv.spec, "getitem", s)
+    idx = _cast_indices(adv.arrays, s)
+    out = make(P.Gather(adv.axes, adv.bshape), (src, *idx), adv.gathered_shape(), a._dtype, s)
+    if adv.identity_final():
+        return out
+    terms = tuple(() if g < 0 else ((g, 1),) for g in adv.final)
+    spec = ViewSpec(adv.final_shape, (0,) * out.ndim, terms)
+    return view(out, spec, "getitem", s)
+
+
+# ----------------------------------------------------------------------------------------------
+# __setitem__
+
+
+def _value_array(a: array, value: Any) -> array:
+    """The assigned value as an array of a's dtype (MLX's conversion: a scalar is read as
+    ``mx.full`` would with a's dtype, then cast; lists are refused as in MLX)."""
+    from .creation import _scalar_value
+    from ..graph.primitives.shape import _scalar_numpy
+
+    if isinstance(value, array):
+        v = value
+    elif isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
+        val, vdtype = _scalar_value(value, a._dtype)
+        host = cast_numpy(_scalar_numpy(val, vdtype), a._dtype)
+        return from_data(np.asarray(host).reshape(()), a._dtype)
+    elif isinstance(value, np.ndarray):
+        v = array(value, a._dtype)
+    else:
+        raise ValueError(f"Invalid type {type(value).__name__} received in array "
+                         "initialization.")
+    return v
+
+
+def _strip_leading_ones(v: array, ndim: int) -> tuple[int, ...]:
+    """v's shape without leading size-1 dims beyond ``ndim`` dims (numpy's and MLX's rule)."""
+    shape = v._shape
+    i = 0
+    while len(shape) - i > ndim and shape[i] == 1:
+        i += 1
+    return shape[i:]
+
+
+def _fit(v: array, shape: tuple[int, ...], s: Any) -> array:
+    """v (a's dtype) broadcast to ``shape`` after dropping extra leading size-1 dims."""
+    vs = _strip_leading_ones(v, len(shape))
+    if vs != v._shape:
+        v = make(P.Reshape(), (v,), vs, v._dtype, s)
+    if len(vs) > len(shape) or _broadcast2(vs, shape) != shape:
+        raise ValueError(f"[broadcast_shapes] Shapes {fmt_shape(v._shape)} and "
+                         f"{fmt_shape(shape)} cannot be broadcast.")
+    return broadcast_view(v, shape, s)
+
+
+def _masked(old: array, mask: array, v: array, s: Any) -> array:
+    """a[mask] = v (MLX's masked scatter): the mask must match a's leading dims; v broadcasts
+    to one row per masked position, or (MLX) gives its first rows in order."""
+    shape = old._shape
+    k = mask.ndim
+    if mask._shape != shape[:k]:
+        raise ValueError("[masked_scatter] The boolean mask should have the same shape as the "
+                         "beginning of the indexed array but the mask has shape "
+                         f"{fmt_shape(mask._shape)} and the array has shape {fmt_shape(shape)}")
+    host = mask._numpy()
+    rows = shape[k:]
+    if k == 0:
+        if not bool(host):
+            return old
+        return make(P.Copy(), (_fit(v, shape, s),), shape, old._dtype, s)
+    positions = np.nonzero(host)
+    count = len(positions[0])
+    vs = _strip_leading_ones(v, len(rows) + 1)
+    if len(vs) == len(rows) + 1 and vs[0] not in (1, count):
+        if vs[0] < count:
+            raise ValueError(f"[masked_scatter] {vs[0]} values for {count} masked positions.")
+        v = make(P.Reshape(), (v,), vs, v._dtype, s) if vs != v._shape else v
+        first = ViewSpec((count,) + vs[1:], (0,) * len(vs), tuple(((d, 1),)
+                                                                  for d in range(len(vs))))
+        v = view(v, first, "getitem", s)
+    upd = _fit(v, (count,) + rows, s)
+    idx = [from_data(p.astype(np.int64), dt.int64) for p in positions]
+    return make(P.Scatter(P.identity_spec(shape), tuple(range(k)), (count,)), (old, upd, *idx),
+                shape, old._dtype, s)
+
+
+def _update_node(old: array, index: Any, value: Any) -> array:
+    """The node of ``old`` with ``old[index] = value`` applied."""
+    s = dev.resolve_stream(None)
+    v = _value_array(old, value)
+    if v._dtype is not old._dtype:
+        v = astype(v, old._dtype, s)
+    shape = old._shape
+    mask = None
+    if isinstance(index, array) and index._dtype is dt.bool_:
+        mask = index
+    elif isinstance(index, list):
+        candidate = array(index)
+        if candidate._dtype is dt.bool_:
+            mask = candidate
+    if mask is not None:
+        return _masked(old, mask, v, s)
+    if index is Ellipsis or (type(index) is tuple and not index):
+        parsed = [(_SLICE, slice(None))] * len(shape)
+    else:
+        if not isinstance(index, (tuple, slice, list, array)) and index is not None \
+                and _as_int(index) is None:
+            raise ValueError("Cannot index mlx array using the given type.")
+        parsed = _parse(old, index)
+    if not any(kind == _ARRAY for kind, _ in parsed):
+        spec, _ = _basic_spec(shape, parsed, keep_arrays=True)
+        result, origin = _basic_spec(shape, parsed, keep_arrays=False)
+        upd = _fit(v, result.shape, s)
+        if result.shape != spec.shape:  # drop the Nones' size-1 dims
+            keep = [j for j, k in enumerate(origin) if parsed[k][0] != _NONE]
+            upd = view(upd, ViewSpec(spec.shape, (0,) * upd.ndim, tuple(((j, 1),) for j in keep)),
+                       "setitem", s)
+        if _is_identity(spec, shape):
+            return make(P.Copy(), (upd,), shape, old._dtype, s)
+        return make(P.SliceUpdate(spec), (old, upd), shape, old._dtype, s)
+    adv = _Advanced(old, parsed)
+    target = _fit(v, adv.final_shape, s)
+    # Rearrange the update from the result's layout into the gather's (B..., rest...).
+    gshape = adv.gathered_shape()
+    pos = {g: j for j, g in enumerate(adv.final) if g >= 0}
+    terms = tuple(((pos[g], 1),) for g in range(len(gshape)))
+    upd = view(target, ViewSpec(gshape, (0,) * target.ndim, terms), "setitem", s)
+    idx = _cast_indices(adv.arrays, s)
+    return make(P.Scatter(adv.spec, adv.axes, adv.bshape), (old, upd, *idx), shape, old._dtype,
+                s)
+
+
+def setitem(a: array, index: Any, value: Any) -> array:
+    """The new value of ``a`` after ``a[index] = value``: a copy of a with the update (the
+    array class's ``__setitem__`` makes ``a`` take it; nodes built on ``a`` before keep its
+    old value)."""
+    return _update_node(a, index, value)

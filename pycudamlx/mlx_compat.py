@@ -1,0 +1,147 @@
+"""Run scripts written for MLX unchanged: ``pycudamlx run script.py [args]``.
+
+``run_script`` installs an import hook (a ``sys.meta_path`` finder) that resolves ``mlx`` and
+every ``mlx.<name>`` to ``pycudamlx`` / ``pycudamlx.<name>`` (``mlx.core`` is ``pycudamlx.core``
+itself, ``mlx.utils`` is ``pycudamlx.utils``, ``mlx.nn`` and ``mlx.optimizers`` are
+``pycudamlx.nn`` / ``pycudamlx.optimizers`` where those exist, else a clear ImportError), runs
+the script with ``runpy`` as ``__main__`` with ``sys.argv`` set, then removes the hook and the
+``mlx`` modules it made. Nothing is installed on a plain ``import pycudamlx``: an installed MLX
+package keeps working in every other process. Child processes a script starts do not inherit the
+hook (run them through ``pycudamlx run`` too).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import os
+import runpy
+import sys
+import types
+from typing import Any, Sequence
+
+__all__ = ["MlxFinder", "install", "uninstall", "installed", "run_script"]
+
+#: What ``mlx.<name>`` resolves to when it is not simply ``pycudamlx.<name>``.
+_EXPLICIT = {
+    "mlx.core": "pycudamlx.core",
+    "mlx.utils": "pycudamlx.utils",
+    "mlx.nn": "pycudamlx.nn",
+    "mlx.optimizers": "pycudamlx.optimizers",
+}
+
+
+def _target(fullname: str) -> str:
+    return _EXPLICIT.get(fullname) or "pycudamlx" + fullname[len("mlx"):]
+
+
+class _AliasLoader(importlib.abc.Loader):
+    """Loads ``mlx.X`` as the existing module ``pycudamlx.X`` (the same object)."""
+
+    def __init__(self, module: types.ModuleType) -> None:
+        self._module = module
+        self._own_spec = getattr(module, "__spec__", None)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return self._module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        # The import system stamped our alias spec on the module: give it its own back.
+        if self._own_spec is not None:
+            module.__spec__ = self._own_spec
+
+
+class _PackageLoader(importlib.abc.Loader):
+    """The top-level ``mlx`` package: empty, its submodules come through the finder."""
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        module = types.ModuleType("mlx", "MLX's top-level package, served by pycudamlx.")
+        module.__path__ = []  # a package: `import mlx.core` asks the finder
+
+        def __getattr__(name: str) -> Any:  # `import mlx; mlx.core` works too
+            if name.startswith("__"):
+                raise AttributeError(name)
+            try:
+                return importlib.import_module(f"mlx.{name}")
+            except ImportError as exc:
+                raise AttributeError(f"module 'mlx' has no attribute {name!r} ({exc})") from None
+
+        module.__getattr__ = __getattr__  # type: ignore[attr-defined]
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+class MlxFinder(importlib.abc.MetaPathFinder):
+    """Resolves ``mlx`` and ``mlx.*`` imports to pycudamlx (see the module docstring)."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None
+                  ) -> importlib.machinery.ModuleSpec | None:
+        if fullname == "mlx":
+            return importlib.machinery.ModuleSpec("mlx", _PackageLoader(), is_package=True)
+        if not fullname.startswith("mlx."):
+            return None
+        name = _target(fullname)
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+                raise ModuleNotFoundError(
+                    f"{fullname} is not implemented in pycudamlx yet ({name} does not exist); "
+                    "`pycudamlx run` can only run scripts that use the parts of MLX pycudamlx "
+                    "provides.", name=fullname) from None
+            raise
+        is_package = hasattr(module, "__path__")
+        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(module),
+                                              is_package=is_package)
+
+
+def installed() -> MlxFinder | None:
+    """The hook, when it is installed."""
+    for finder in sys.meta_path:
+        if isinstance(finder, MlxFinder):
+            return finder
+    return None
+
+
+def install() -> MlxFinder:
+    """Install the hook (first on ``sys.meta_path``, ahead of an installed MLX)."""
+    finder = installed()
+    if finder is None:
+        finder = MlxFinder()
+        sys.meta_path.insert(0, finder)
+    return finder
+
+
+def uninstall() -> None:
+    """Remove the hook and forget the ``mlx`` modules it served."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, MlxFinder)]
+    for name in [n for n in sys.modules if n == "mlx" or n.startswith("mlx.")]:
+        del sys.modules[name]
+
+
+def run_script(path: str, argv: Sequence[str] = ()) -> None:
+    """Run the MLX script at ``path`` as ``__main__`` with ``sys.argv = [path, *argv]``, its
+    ``mlx`` imports served by pycudamlx. Exceptions (SystemExit too) propagate; the caller's
+    ``sys.argv``, ``sys.path`` and any real ``mlx`` modules it had imported are restored."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"No such script: {path}")
+    saved_argv = sys.argv
+    saved_path = list(sys.path)
+    saved_mlx = {n: m for n, m in sys.modules.items() if n == "mlx" or n.startswith("mlx.")}
+    for name in saved_mlx:
+        del sys.modules[name]
+    had_hook = installed() is not None
+    install()
+    sys.argv = [path, *argv]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))  # as `python script.py` does
+    try:
+        runpy.run_path(path, run_name="__main__")
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+        if not had_hook:
+            uninstall()
+        sys.modules.update(saved_mlx)

@@ -1,0 +1,413 @@
+"""The CLI through click's CliRunner and as `python cli.py` / `python -m pycudamlx` subprocesses:
+exit codes, the no-GPU message, the --json schemas (docs/cli.md), and clear errors for bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pycudamlx import _env, cli, diagnostics
+from pycudamlx.backend.cuda import cache as cache_mod
+from pycudamlx.backend.cuda import compiler, driver, ptxstore, registry
+
+from conftest import REPO, gpu_unavailable_reason, require_nvrtc, subprocess_env
+from test_cache import _read_only
+
+# The documented --json schemas (docs/cli.md). Adding a key is fine; these must stay.
+INFO_KEYS = {"schema", "package", "python", "numpy", "cuda_bindings", "nvrtc", "driver",
+             "devices", "cache", "kernels_ptx"}
+DRIVER_KEYS = {"available", "reason", "version", "cuda_version"}
+DEVICE_KEYS = {"index", "name", "compute_capability", "arch", "multiprocessors",
+               "memory_total_bytes", "memory_free_bytes", "managed_memory",
+               "concurrent_managed_access", "pageable_memory_access", "l2_cache_bytes"}
+CACHE_KEYS = {"directory", "exists", "usable", "problem", "entries", "size_bytes"}
+PTX_KEYS = {"directory", "present", "modules", "files", "size_bytes", "nvrtc_version", "ptx_isa",
+            "arch", "verify_ok", "problems"}
+PROBLEM_KEYS = {"missing", "stale", "extra", "bad_files", "wrong_toolchain"}
+SMOKE_KEYS = {"schema", "backend", "gpu_unavailable_reason", "ok", "passes"}
+PASS_KEYS = {"device", "device_name", "path", "nvrtc", "kernel_sources", "ok", "error", "results"}
+ROW_KEYS = {"op", "dtype", "size", "bytes", "status", "time_ms", "gb_per_s", "detail"}
+
+no_gpu = pytest.mark.skipif(gpu_unavailable_reason() is None,
+                            reason="checks the behaviour without a GPU, and this machine has one")
+
+
+def invoke(*args: str, env: dict[str, str] | None = None):
+    result = CliRunner().invoke(cli.main, list(args), env=env, prog_name="pycudamlx")
+    assert "Traceback" not in result.output
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result
+
+
+def run_cli(*args: str, module: bool = False, **env: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "pycudamlx"] if module else [sys.executable, str(REPO / "cli.py")]
+    proc = subprocess.run(cmd + list(args), capture_output=True, text=True, cwd=REPO,
+                          env=subprocess_env(**env), timeout=300)
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    return proc
+
+
+@pytest.fixture(autouse=True)
+def _restore_env_flags():
+    """The CLI re-reads the environment into pycudamlx._env; undo that after each test."""
+    saved = {k: getattr(_env, k) for k in ("DEBUG_SYNC", "DISABLE_NVRTC", "REQUIRE_NVRTC",
+                                           "STRICT_GPU", "CACHE_DIR")}
+    yield
+    for k, v in saved.items():
+        setattr(_env, k, v)
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch) -> Path:
+    """A private, empty cache directory that the commands use by default."""
+    d = tmp_path / "cache"
+    monkeypatch.setenv("PYCUDAMLX_CACHE_DIR", str(d))
+    return d
+
+
+# --------------------------------------------------------------------------------------------------
+# info
+
+
+def test_info_exits_0_and_reports_every_part(cache_dir):
+    result = invoke("info")
+    assert result.exit_code == 0, result.output
+    out = result.output
+    for label in ("pycudamlx", "Python", "numpy", "cuda-bindings", "NVRTC", "Kernel cache",
+                  "kernels_ptx"):
+        assert label in out
+    assert str(cache_dir) in out and "verify ok" in out
+    reason = gpu_unavailable_reason()
+    if reason is None:
+        assert "GPU 0" in out and "Driver" in out
+    else:
+        assert out.count(reason) == 1 and "only the CPU backend" in reason
+
+
+@no_gpu
+def test_info_without_gpu_says_so_in_one_line():
+    proc = run_cli("info")
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if "CPU backend" in line]
+    assert lines == [gpu_unavailable_reason()]
+    assert proc.stderr == ""
+
+
+def test_info_json_schema(cache_dir):
+    result = invoke("info", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert INFO_KEYS <= set(doc) and doc["schema"] == diagnostics.INFO_SCHEMA
+    assert set(doc["package"]) == {"name", "version"}
+    assert set(doc["nvrtc"]) == {"version", "disabled"}
+    assert DRIVER_KEYS <= set(doc["driver"])
+    assert CACHE_KEYS <= set(doc["cache"]) and doc["cache"]["directory"] == str(cache_dir)
+    assert doc["cache"]["usable"] is True and doc["cache"]["exists"] is False
+    assert not cache_dir.exists()  # info creates nothing
+    assert PTX_KEYS <= set(doc["kernels_ptx"]) and PROBLEM_KEYS <= set(
+        doc["kernels_ptx"]["problems"])
+    assert doc["kernels_ptx"]["verify_ok"] is True
+    assert doc["kernels_ptx"]["modules"] == len(registry.builtin_modules())
+    if doc["driver"]["available"]:
+        assert doc["devices"] and all(DEVICE_KEYS <= set(d) for d in doc["devices"])
+    else:
+        assert doc["devices"] == [] and doc["driver"]["reason"]
+
+
+def test_info_reports_an_unusable_cache_without_failing(tmp_path):
+    d = tmp_path / "shared"
+    d.mkdir()
+    d.chmod(0o777)
+    result = invoke("info", "--json", env={"PYCUDAMLX_CACHE_DIR": str(d)})
+    assert result.exit_code == 0
+    cache = json.loads(result.output)["cache"]
+    assert cache["usable"] is False and "other users can write" in cache["problem"]
+    assert "UNUSABLE" in invoke("info", env={"PYCUDAMLX_CACHE_DIR": str(d)}).output
+
+
+# --------------------------------------------------------------------------------------------------
+# smoke
+
+
+@no_gpu
+def test_smoke_without_gpu_runs_the_cpu_check_and_exits_0():
+    result = invoke("smoke")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == gpu_unavailable_reason()
+    assert "CPU backend" in result.output and "smoke: ok" in result.output
+    for op in ("copyto", "fill", "add", "mul"):
+        assert op in result.output
+
+
+@no_gpu
+def test_smoke_json_schema_without_gpu():
+    result = invoke("smoke", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert set(doc) == SMOKE_KEYS
+    assert doc["schema"] == "pycudamlx-smoke/1" and doc["backend"] == "cpu" and doc["ok"] is True
+    assert doc["gpu_unavailable_reason"] == gpu_unavailable_reason()
+    (cpu_pass,) = doc["passes"]
+    assert set(cpu_pass) == PASS_KEYS and cpu_pass["path"] == "cpu"
+    assert cpu_pass["results"] and all(set(r) == ROW_KEYS for r in cpu_pass["results"])
+    assert all(r["status"] == "ok" for r in cpu_pass["results"])
+
+
+@no_gpu
+def test_smoke_require_gpu_exits_1_without_gpu():
+    result = invoke("smoke", "--require-gpu")
+    assert result.exit_code == 1
+    assert "--require-gpu" in result.output and gpu_unavailable_reason() in result.output
+    proc = run_cli("smoke", "--require-gpu")
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [f"Error: {gpu_unavailable_reason()} (--require-gpu)"]
+
+
+@no_gpu
+def test_smoke_subprocess_without_gpu():
+    proc = run_cli("smoke", module=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == gpu_unavailable_reason()
+
+
+def test_smoke_rejects_bad_sizes():
+    result = invoke("smoke", "--sizes", "1,x")
+    assert result.exit_code == 2 and "comma-separated" in result.output
+    assert invoke("smoke", "--sizes", "0").exit_code == 2
+
+
+def test_smoke_cpu_check_catches_a_wrong_result(monkeypatch):
+    import numpy as np
+
+    from pycudamlx import smoke
+    from pycudamlx.backend import optable
+
+    monkeypatch.setitem(optable.OPS, "add", optable.ElementwiseOp(
+        "add", 2, lambda a, b, out=None: np.subtract(a, b, out=out), {"*": "a - b"}))
+    p = smoke.cpu_pass(sizes=(1001,))
+    assert not p.ok
+    bad = [r for r in p.results if r.status == "FAIL"]
+    assert [r.op for r in bad] == ["add"] and "elements differ" in bad[0].detail
+
+
+@pytest.mark.gpu
+def test_smoke_on_the_gpu_checks_both_paths(gpu_device, cache_dir):
+    proc = run_cli("smoke", "--json", "--sizes", "1,1000003", "--device", "0")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["ok"] is True and doc["backend"] == "cuda"
+    paths = [p["path"] for p in doc["passes"]]
+    assert paths == ["default", "kernels_ptx"]
+    ptx_pass = doc["passes"][1]
+    assert ptx_pass["kernel_sources"].get("shipped", 0) > 0
+    assert not ptx_pass["kernel_sources"].get("nvrtc")
+    for p in doc["passes"]:
+        ops = {r["op"] for r in p["results"] if r["status"] == "ok"}
+        assert ops == {"memcpy", "copyto", "memset", "fill", "add", "mul"}
+
+
+@pytest.mark.gpu
+def test_smoke_with_a_device_that_does_not_exist(gpu_device):
+    result = invoke("smoke", "--device", "99")
+    assert result.exit_code == 2 and "GPU 99 does not exist" in result.output
+
+
+# --------------------------------------------------------------------------------------------------
+# cache
+
+
+@pytest.mark.parametrize("arch", ["sm_7", "foo", "sm_", "compute_9x", "1000"])
+def test_cache_warm_with_a_bad_arch_is_a_usage_error(arch, cache_dir):
+    result = invoke("cache", "warm", "--arch", arch)
+    assert result.exit_code == 2
+    assert "Invalid value for '--arch'" in result.output and "unknown GPU architecture" in result.output
+    proc = run_cli("cache", "warm", "--arch", arch)
+    assert proc.returncode == 2 and "unknown GPU architecture" in proc.stderr
+
+
+def test_cache_warm_for_an_arch_nvrtc_cannot_target(cache_dir):
+    nv = require_nvrtc()
+    too_old = min(nv.supported_archs()) - 1
+    result = invoke("cache", "warm", "--arch", f"sm_{too_old}")
+    assert result.exit_code == 2 and f"cannot target sm_{too_old}" in result.output
+
+
+@no_gpu
+def test_cache_warm_without_gpu_or_arch_asks_for_arch(cache_dir):
+    require_nvrtc()
+    result = invoke("cache", "warm")
+    assert result.exit_code == 2 and "--arch sm_80" in result.output
+
+
+def test_cache_warm_with_a_world_writable_dir_is_a_clear_error(tmp_path):
+    require_nvrtc()
+    d = tmp_path / "shared"
+    d.mkdir()
+    d.chmod(0o777)
+    result = invoke("cache", "warm", "--arch", "sm_90", "--dir", str(d))
+    assert result.exit_code == 1
+    assert "other users can write" in result.output and f"chmod 700 {d}" in result.output
+    proc = run_cli("cache", "warm", "--arch", "sm_90", "--dir", str(d))
+    assert proc.returncode == 1 and proc.stderr.startswith("Error: refusing the kernel cache")
+
+
+def test_cache_warm_with_an_uncreatable_dir_is_a_clear_error(tmp_path):
+    require_nvrtc()
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = invoke("cache", "warm", "--arch", "sm_90", "--dir", str(blocker / "cache"))
+    assert result.exit_code == 1 and "cannot create the kernel cache directory" in result.output
+
+
+def test_cache_warm_with_a_read_only_dir_is_a_clear_error(tmp_path):
+    require_nvrtc()
+    d = tmp_path / "ro"
+    d.mkdir(mode=0o700)
+    with _read_only(d):
+        result = invoke("cache", "warm", "--arch", "sm_90", "--dir", str(d))
+    assert result.exit_code == 1 and "not readable and writable" in result.output
+
+
+def test_cache_warm_fills_the_keys_the_runtime_looks_up(tmp_path):
+    nv = require_nvrtc()
+    d = tmp_path / "warm"
+    only = ("copy.float32.*", "binary.add.*")
+    modules = [s for s in registry.builtin_modules(registry.COMMON_DTYPES)
+               if s.name.startswith(("copy.float32.", "binary.add."))]
+    args = ["cache", "warm", "--arch", "sm_80", "--dtypes", "common", "--dir", str(d)]
+    for pattern in only:
+        args += ["--only", pattern]
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    assert f"{len(modules)} compiled, 0 already cached" in result.output
+    kc = cache_mod.KernelCache(d)
+    assert len(kc.entries()) == len(modules)
+    for spec in modules:
+        key = compiler._full_key(compiler._base_key(spec, 80), nv.version_string)
+        entry = kc.get(key)
+        assert entry is not None and entry.kind == "cubin"
+    again = invoke(*args)
+    assert again.exit_code == 0 and f"0 compiled, {len(modules)} already cached" in again.output
+
+    info = invoke("cache", "info", "--dir", str(d), "--json")
+    doc = json.loads(info.output)
+    assert doc["schema"] == "pycudamlx-cache-info/1" and CACHE_KEYS <= set(doc)
+    assert doc["entries"] == len(modules) and doc["usable"] is True and doc["size_bytes"] > 0
+    assert f"{len(modules)} entries" in invoke("cache", "info", "--dir", str(d)).output
+
+    cleared = invoke("cache", "clear", "--dir", str(d))
+    assert cleared.exit_code == 0 and f"Removed {len(modules)} entries" in cleared.output
+    assert kc.entries() == []
+
+
+def test_cache_warm_only_matching_nothing_is_a_usage_error(tmp_path):
+    require_nvrtc()
+    result = invoke("cache", "warm", "--arch", "sm_80", "--only", "nothing.*", "--dir",
+                    str(tmp_path))
+    assert result.exit_code == 2 and "no 'all' module matches nothing.*" in result.output
+
+
+def test_cache_warm_dtype_sets():
+    every = {s.name for s in cli._warm_modules("all")}
+    common = {s.name for s in cli._warm_modules("common")}
+    uncommon = {s.name for s in cli._warm_modules("uncommon")}
+    assert common == {s.name for s in registry.builtin_modules(registry.COMMON_DTYPES)}
+    assert common | uncommon == every and not common & uncommon
+    assert "copy.float32.float64" in uncommon and "binary.add.float64" in uncommon
+
+
+def test_cache_clear_of_a_missing_dir(tmp_path):
+    result = invoke("cache", "clear", "--dir", str(tmp_path / "nothing"))
+    assert result.exit_code == 0 and "Removed 0 entries" in result.output
+    assert not (tmp_path / "nothing").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# ptx
+
+
+def test_ptx_verify_passes_on_the_checkout():
+    result = invoke("ptx", "verify")
+    assert result.exit_code == 0, result.output
+    assert "is current" in result.output
+    doc = json.loads(invoke("ptx", "verify", "--json").output)
+    assert doc["ok"] is True and set(doc["problems"]) == PROBLEM_KEYS
+
+
+def test_ptx_verify_lists_what_is_wrong_and_exits_1(tmp_path):
+    d = tmp_path / "kernels_ptx"
+    shutil.copytree(REPO / "kernels_ptx", d)
+    manifest = json.loads((d / ptxstore.MANIFEST).read_text())
+    first, second = sorted(manifest["modules"])[:2]
+    manifest["modules"][first]["sha256"] = "0" * 64
+    (d / manifest["modules"][second]["file"]).unlink()
+    (d / ptxstore.MANIFEST).write_text(json.dumps(manifest))
+    result = invoke("ptx", "verify", "--dir", str(d))
+    assert result.exit_code == 1
+    assert f"stale: {first}" in result.output
+    assert f"bad files: {manifest['modules'][second]['file']}" in result.output
+    assert "ptx build" in result.output
+    proc = run_cli("ptx", "verify", "--dir", str(d))
+    assert proc.returncode == 1 and f"stale: {first}" in proc.stdout
+
+
+def test_ptx_verify_of_an_empty_dir(tmp_path):
+    result = invoke("ptx", "verify", "--dir", str(tmp_path))
+    assert result.exit_code == 1 and "missing:" in result.output and "no manifest.json" in result.output
+
+
+def test_ptx_build_without_nvrtc_in_the_dir_is_a_clear_error(tmp_path):
+    result = invoke("ptx", "build", "--nvrtc-dir", str(tmp_path), "--out", str(tmp_path / "o"))
+    assert result.exit_code == 1 and "no libnvrtc.so" in result.output
+    missing = invoke("ptx", "build", "--nvrtc-dir", str(tmp_path / "nope"))
+    assert missing.exit_code == 2 and "does not exist" in missing.output
+
+
+def test_ptx_build_refuses_an_nvrtc_other_than_12_0(tmp_path):
+    nv = require_nvrtc()
+    if nv.version_string == "12.0":
+        pytest.skip("the installed NVRTC is 12.0 itself")
+    import cuda.pathfinder
+
+    lib = cuda.pathfinder.load_nvidia_dynamic_lib("nvrtc").abs_path
+    out = tmp_path / "out"
+    result = invoke("ptx", "build", "--nvrtc-dir", lib, "--out", str(out))
+    assert result.exit_code == 1
+    assert f"NVRTC {nv.version_string}, not 12.0" in result.output
+    assert "--allow-other-nvrtc" in result.output and not out.exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# The app itself
+
+
+def test_help_version_and_module_entry_point():
+    assert "info" in invoke("--help").output
+    assert cli.__version__ in invoke("--version").output
+    proc = run_cli("--help", module=True)
+    assert proc.returncode == 0 and "smoke" in proc.stdout and "Usage: pycudamlx" in proc.stdout
+
+
+def test_an_internal_error_is_one_line_with_a_hint(monkeypatch):
+    def broken() -> dict:
+        raise KeyError("oops")
+
+    monkeypatch.setattr(diagnostics, "collect_info", broken)
+    result = invoke("info")
+    assert result.exit_code == 1
+    assert "internal error: KeyError" in result.output and "-vv" in result.output
+
+
+def test_verbose_logging_goes_to_stderr_not_stdout(tmp_path):
+    proc = run_cli("-v", "cache", "clear", "--dir", str(tmp_path))
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("Removed 0 entries")

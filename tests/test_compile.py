@@ -1,0 +1,136 @@
+"""NVRTC compiles every built-in kernel module (no GPU needed); compile errors carry NVRTC's log.
+
+Tests that need NVRTC skip with the reason where it is missing, and fail instead under
+PYCUDAMLX_REQUIRE_NVRTC=1 (CI), through conftest.require_nvrtc.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pycudamlx import _env
+from pycudamlx.backend.cuda import compiler, nvrtc, registry
+
+from conftest import REPO, require_nvrtc, subprocess_env
+
+ELF_MAGIC = b"\x7fELF"
+
+
+def _compile_all(target: str, check) -> None:
+    """Compile every module for every dtype with ``target``; report every failure at once."""
+    nv = require_nvrtc()
+    modules = registry.builtin_modules(registry.ALL_DTYPES)
+    assert len(modules) > 100
+
+    def one(spec: registry.ModuleSpec) -> str | None:
+        try:
+            check(spec, target, nv)
+        except Exception as exc:  # collected, so one run shows every broken module
+            return f"{spec.name}: {type(exc).__name__}: {exc}"
+        return None
+
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        failures = [f for f in pool.map(one, modules) if f]
+    assert not failures, f"{len(failures)} of {len(modules)} modules failed:\n" + "\n".join(
+        failures[:20])
+
+
+def _check_lowered(spec: registry.ModuleSpec, lowered: dict[str, str]) -> None:
+    assert set(lowered) == set(spec.expressions)
+    assert all(name.startswith("_Z") for name in lowered.values()), lowered
+
+
+def _cubin(spec: registry.ModuleSpec, target: str, nv: nvrtc.Nvrtc) -> None:
+    cc = compiler.parse_arch(target)
+    assert cc in nv.supported_archs(), f"NVRTC {nv.version_string} cannot target {target}"
+    entry = compiler.compile_for_arch(spec, cc, nv)  # the runtime's own path
+    assert entry.kind == "cubin" and entry.image.startswith(ELF_MAGIC)
+    _check_lowered(spec, entry.lowered)
+
+
+def _ptx(spec: registry.ModuleSpec, target: str, nv: nvrtc.Nvrtc) -> None:
+    options = list(registry.BUILTIN_OPTIONS) + [f"-arch={target}"]
+    result = nv.compile(spec.name, spec.source, spec.expressions, options, want_cubin=False)
+    ptx = result.image.rstrip(b"\0")
+    assert result.kind == "ptx" and b".version" in ptx
+    assert b".target sm_75" in ptx
+    for mangled in result.lowered.values():
+        assert f".entry {mangled}(".encode() in ptx
+    _check_lowered(spec, result.lowered)
+
+
+def test_every_module_compiles_to_cubin_for_sm_90():
+    _compile_all("sm_90", _cubin)
+
+
+def test_every_module_compiles_to_ptx_for_compute_75():
+    _compile_all("compute_75", _ptx)
+
+
+# --------------------------------------------------------------------------------------------------
+# Errors
+
+
+BROKEN = """
+extern "C" __global__ void broken(float* out) {
+  out[0] = 1.0f +;   // a syntax error
+}
+"""
+
+
+def test_syntax_error_raises_kernel_compile_error_with_nvrtcs_log(nvrtc_lib):
+    with pytest.raises(nvrtc.KernelCompileError) as info:
+        nvrtc_lib.compile("broken_module", BROKEN, [], ["-arch=compute_75"], want_cubin=False)
+    err = info.value
+    assert err.module == "broken_module"
+    assert "error" in err.log and "expected an expression" in err.log
+    assert err.log.strip() in str(err)
+    assert "broken_module" in str(err) and "-arch=compute_75" in str(err)
+
+
+def test_syntax_error_through_the_compiler(nvrtc_lib):
+    spec = registry.ModuleSpec("broken.float32", "broken", BROKEN, (), ("float32",))
+    with pytest.raises(compiler.KernelCompileError, match="expected an expression"):
+        compiler.compile_for_arch(spec, 80, nvrtc_lib)
+
+
+def test_an_arch_nvrtc_cannot_target_is_a_clear_error(nvrtc_lib):
+    archs = nvrtc_lib.supported_archs()
+    too_old = min(archs) - 1
+    spec = registry.copy_module("float32", "float32")
+    with pytest.raises(compiler.KernelCompileError) as info:
+        compiler.compile_for_arch(spec, too_old, nvrtc_lib)
+    assert f"cannot target sm_{too_old}" in str(info.value)
+
+
+def test_a_newer_arch_than_nvrtc_knows_gets_ptx(nvrtc_lib):
+    newest = max(nvrtc_lib.supported_archs())
+    spec = registry.copy_module("float32", "float32")
+    entry = compiler.compile_for_arch(spec, newest + 1, nvrtc_lib)
+    assert entry.kind == "ptx" and f".target sm_{newest}".encode() in entry.image
+
+
+def test_disabled_nvrtc_is_unavailable(monkeypatch):
+    monkeypatch.setattr(_env, "DISABLE_NVRTC", True)
+    with pytest.raises(nvrtc.NvrtcUnavailableError, match="PYCUDAMLX_DISABLE_NVRTC"):
+        nvrtc.get_nvrtc()
+
+
+@pytest.mark.parametrize("require, outcomes, code", [
+    ("0", ("1 skipped",), 0),
+    ("1", ("1 failed", "1 error"), 1),  # pytest.fail in a fixture reports an error
+])
+def test_missing_nvrtc_skips_with_the_reason_unless_required(require, outcomes, code):
+    env = subprocess_env(PYCUDAMLX_DISABLE_NVRTC="1", PYCUDAMLX_REQUIRE_NVRTC=require)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rsf", "-p", "no:cacheprovider",
+         "tests/test_compile.py::test_syntax_error_raises_kernel_compile_error_with_nvrtcs_log"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    assert any(o in proc.stdout for o in outcomes), proc.stdout
+    assert "PYCUDAMLX_DISABLE_NVRTC" in proc.stdout  # the reason is shown
