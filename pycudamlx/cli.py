@@ -446,6 +446,12 @@ def ptx_build(nvrtc_dir: Path, out_dir: Path | None, allow_other_nvrtc: bool) ->
             "not load on older CUDA 12 drivers. Point --nvrtc-dir at NVRTC 12.0 "
             "(scripts/fetch-nvrtc-12.0.sh DIR), or pass --allow-other-nvrtc.")
     out = out_dir if out_dir is not None else ptxstore.ptx_dir()
+    try:  # fail now, not after minutes of compiling
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise click.ClickException(f"cannot create {out}: {exc.strerror}") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise click.ClickException(f"cannot write to {out}: permission denied")
     modules = registry.builtin_modules()
     log.info("building %d modules into %s with NVRTC %s (%s)", len(modules), out,
              nv.version_string, getattr(nv, "path", ""))

@@ -7,6 +7,7 @@ what is missing instead. The JSON schema is documented in docs/cli.md; keep the 
 
 from __future__ import annotations
 
+import ctypes
 import os
 import platform
 import re
@@ -31,9 +32,29 @@ def nvidia_driver_version() -> str | None:
     try:
         text = Path("/proc/driver/nvidia/version").read_text()
     except OSError:
-        return None
+        return _nvml_driver_version()  # containers and sandboxes may hide /proc/driver
     match = re.search(r"Kernel Module(?: for \w+)?\s+(\d+(?:\.\d+)+)", text)
-    return match.group(1) if match else None
+    return match.group(1) if match else _nvml_driver_version()
+
+
+def _nvml_driver_version() -> str | None:
+    """The driver's version from NVML (libnvidia-ml ships with the driver), or None."""
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return None
+    try:
+        if nvml.nvmlInit_v2() != 0:
+            return None
+        try:
+            buf = ctypes.create_string_buffer(96)
+            if nvml.nvmlSystemGetDriverVersion(buf, ctypes.c_uint(len(buf))) != 0:
+                return None
+            return buf.value.decode(errors="replace") or None
+        finally:
+            nvml.nvmlShutdown()
+    except (AttributeError, OSError):
+        return None
 
 
 def driver_info() -> dict[str, Any]:

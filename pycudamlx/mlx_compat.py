@@ -93,6 +93,16 @@ class MlxFinder(importlib.abc.MetaPathFinder):
                     "`pycudamlx run` can only run scripts that use the parts of MLX pycudamlx "
                     "provides.", name=fullname) from None
             raise
+        parent_name, _, child = name.rpartition(".")
+        parent = sys.modules.get(parent_name)
+        if parent is not None and fullname.count(".") >= 2:
+            attr = getattr(parent, child, module)
+            if attr is not module:
+                # e.g. mlx.core.array: pycudamlx.core.array is a module *and* the name of the
+                # array class on pycudamlx.core. Importing it as mlx.core.array would make the
+                # import system overwrite mx.array with the module; MLX has no such module
+                # either (mlx.core is not a package), so refuse it as MLX does.
+                raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
         is_package = hasattr(module, "__path__")
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(module),
                                               is_package=is_package)

@@ -28,6 +28,8 @@ import numpy as np
 
 from . import _env, dtypes
 from .backend import optable
+from .backend.cuda import array, compiler, driver, elementwise, memory, nvrtc
+from .backend.cuda import stream as stream_mod
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +40,7 @@ GPU_SIZES: tuple[int, ...] = (1, 1_000_003, 256 * _MiB // 4 + 3)
 CPU_SIZES: tuple[int, ...] = (1, 1_000_003)
 REPEATS = 3
 #: A GPU case: (run it once, fetch its result to the host, the expected result, arrays to free).
-_Case = tuple
+_Case = tuple[Callable[[], None], Callable[[], np.ndarray], np.ndarray, list]
 #: The seed of the random inputs (fixed, so a failure reproduces).
 SEED = 20261130
 
@@ -158,32 +160,28 @@ class _GpuRunner:
     """Allocation, upload, timing and download for one device and one stream."""
 
     def __init__(self, index: int) -> None:
-        from .backend.cuda import array, driver, memory, stream
-
-        self.array, self.memory, self.stream_mod = array, memory, stream
         self.device = driver.get_device(index)
-        self.stream = stream.CudaStream(self.device)
-        # Managed memory where the host may touch it while the GPU works; device memory otherwise
-        # (the array core's choice, so the smoke checks what arrays use).
-        self.kind = array.memory_kind(self.device)
+        self.stream = stream_mod.CudaStream(self.device)
+        # Arrays come from the array core (managed memory where the GPU has concurrent managed
+        # access, device memory otherwise), so the smoke checks the memory arrays really use.
         self.f32 = dtypes.by_name["float32"]
 
     def fits(self, nbytes: int) -> str | None:
         """None when ``nbytes`` more fit in free device memory (guard headroom kept), else why."""
-        self.memory.clear_cache()
+        memory.clear_cache()
         free, _ = self.device.memory_info()
-        room = free - self.memory.GUARD_HEADROOM - 64 * _MiB
+        room = free - memory.GUARD_HEADROOM - 64 * _MiB
         if nbytes > room:
-            fmt = self.memory.format_bytes
+            fmt = memory.format_bytes
             return f"needs {fmt(nbytes)}, {fmt(max(room, 0))} available"
         return None
 
     def upload(self, host: np.ndarray) -> Any:
         """A float32 GpuArray holding ``host``, its pages already on the device."""
-        return self.array.from_numpy(host, self.f32, self.stream)
+        return array.from_numpy(host, self.f32, self.stream)
 
     def empty(self, n: int) -> Any:
-        out = self.array.empty((n,), self.f32, self.stream)
+        out = array.empty((n,), self.f32, self.stream)
         # Fresh managed pages written first by the GPU cost 55 ms/GiB in faults; prefetching
         # the fresh range first costs ~4 ms/GiB (FIELD-NOTES), and is a no-op for device memory.
         out.buffer.prefetch(self.device.index, self.stream)
@@ -193,19 +191,19 @@ class _GpuRunner:
         """A host copy of the first ``n`` elements of type ``dtype`` of ``arr``'s buffer."""
         buf = arr.buffer
         host = np.empty(n, dtype)
-        if buf.kind == self.memory.MANAGED:
-            buf.prefetch(self.memory.HOST, self.stream)  # one migration, not page faults
+        if buf.kind == memory.MANAGED:
+            buf.prefetch(memory.HOST, self.stream)  # one migration, not page faults
             self.stream.synchronize()
             host[:] = buf.host_view(dtype, (n,))
         else:
-            self.memory.copy_device_to_host(host, buf, self.stream)
+            memory.copy_device_to_host(host, buf, self.stream)
         return host
 
     def time_ms(self, fn: Callable[[], None], repeats: int) -> float:
         """Best of ``repeats`` timed runs of ``fn`` on the stream, after one untimed warm-up."""
         fn()
-        start = self.stream_mod.TimingEvent(self.device)
-        end = self.stream_mod.TimingEvent(self.device)
+        start = stream_mod.TimingEvent(self.device)
+        end = stream_mod.TimingEvent(self.device)
         best = float("inf")
         for _ in range(repeats):
             start.record(self.stream)
@@ -218,8 +216,6 @@ class _GpuRunner:
 def gpu_pass(index: int, path: str, sizes: Sequence[int] = GPU_SIZES,
              repeats: int = REPEATS) -> Pass:
     """Every smoke op at every size on GPU ``index``, checked against numpy."""
-    from .backend.cuda import compiler, driver, elementwise, memory, nvrtc
-
     try:
         nv = None if _env.DISABLE_NVRTC else nvrtc.nvrtc_version_or_none()
         runner = _GpuRunner(index)
@@ -278,7 +274,7 @@ def gpu_pass(index: int, path: str, sizes: Sequence[int] = GPU_SIZES,
         if driver._lost is not None:
             result.error = str(driver._lost)
             break
-    runner.memory.clear_cache()
+    memory.clear_cache()
     result.kernel_sources = dict(Counter(compiler.stats) - before)
     if path == "kernels_ptx" and result.error is None:
         src = result.kernel_sources
@@ -290,8 +286,6 @@ def gpu_pass(index: int, path: str, sizes: Sequence[int] = GPU_SIZES,
 
 def _gpu_case(runner: _GpuRunner, op: str, n: int, k: int, setup: Callable[[], tuple],
               repeats: int) -> Row:
-    from .backend.cuda import compiler, driver
-
     nbytes = n * 4
     moved = k * nbytes
     why = runner.fits(k * nbytes)

@@ -10,7 +10,6 @@ import shutil
 import stat
 import subprocess
 import time
-import warnings
 from pathlib import Path
 
 import pytest

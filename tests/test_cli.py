@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from pycudamlx import _env, cli, diagnostics
 from pycudamlx.backend.cuda import cache as cache_mod
-from pycudamlx.backend.cuda import compiler, driver, ptxstore, registry
+from pycudamlx.backend.cuda import compiler, ptxstore, registry
 
 from conftest import REPO, gpu_unavailable_reason, require_nvrtc, subprocess_env
 from test_cache import _read_only
@@ -84,7 +84,7 @@ def test_info_exits_0_and_reports_every_part(cache_dir):
     for label in ("pycudamlx", "Python", "numpy", "cuda-bindings", "NVRTC", "Kernel cache",
                   "kernels_ptx"):
         assert label in out
-    assert str(cache_dir) in out and "verify ok" in out
+    assert str(cache_dir) in out and "NVRTC 12.0, PTX ISA 8.0, compute_70" in out
     reason = gpu_unavailable_reason()
     if reason is None:
         assert "GPU 0" in out and "Driver" in out
@@ -114,8 +114,9 @@ def test_info_json_schema(cache_dir):
     assert not cache_dir.exists()  # info creates nothing
     assert PTX_KEYS <= set(doc["kernels_ptx"]) and PROBLEM_KEYS <= set(
         doc["kernels_ptx"]["problems"])
-    assert doc["kernels_ptx"]["verify_ok"] is True
-    assert doc["kernels_ptx"]["modules"] == len(registry.builtin_modules())
+    # (whether kernels_ptx is current is test_ptx.py's freshness test, not this one's)
+    assert doc["kernels_ptx"]["verify_ok"] is ptxstore.verify().ok
+    assert doc["kernels_ptx"]["present"] is True and doc["kernels_ptx"]["ptx_isa"] == "8.0"
     if doc["driver"]["available"]:
         assert doc["devices"] and all(DEVICE_KEYS <= set(d) for d in doc["devices"])
     else:
@@ -335,12 +336,14 @@ def test_cache_clear_of_a_missing_dir(tmp_path):
 # ptx
 
 
-def test_ptx_verify_passes_on_the_checkout():
+def test_ptx_verify_of_the_checkout_agrees_with_ptxstore(tmp_path):
+    ok = ptxstore.verify().ok  # (test_ptx.py asserts that it is ok)
     result = invoke("ptx", "verify")
-    assert result.exit_code == 0, result.output
-    assert "is current" in result.output
+    assert result.exit_code == (0 if ok else 1), result.output
+    assert ("is current" in result.output) is ok
     doc = json.loads(invoke("ptx", "verify", "--json").output)
-    assert doc["ok"] is True and set(doc["problems"]) == PROBLEM_KEYS
+    assert doc["ok"] is ok and set(doc["problems"]) == PROBLEM_KEYS
+    assert doc["schema"] == "pycudamlx-ptx-verify/1"
 
 
 def test_ptx_verify_lists_what_is_wrong_and_exits_1(tmp_path):
@@ -370,6 +373,19 @@ def test_ptx_build_without_nvrtc_in_the_dir_is_a_clear_error(tmp_path):
     assert result.exit_code == 1 and "no libnvrtc.so" in result.output
     missing = invoke("ptx", "build", "--nvrtc-dir", str(tmp_path / "nope"))
     assert missing.exit_code == 2 and "does not exist" in missing.output
+
+
+def test_ptx_build_into_an_unwritable_place_fails_before_compiling(tmp_path):
+    nv = require_nvrtc()
+    import cuda.pathfinder
+
+    lib = cuda.pathfinder.load_nvidia_dynamic_lib("nvrtc").abs_path
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = invoke("ptx", "build", "--nvrtc-dir", lib, "--allow-other-nvrtc", "--out",
+                    str(blocker / "kernels_ptx"))
+    assert result.exit_code == 1 and f"cannot create {blocker / 'kernels_ptx'}" in result.output
+    assert nv is not None
 
 
 def test_ptx_build_refuses_an_nvrtc_other_than_12_0(tmp_path):

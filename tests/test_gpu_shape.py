@@ -11,7 +11,8 @@ import pytest
 
 import pycudamlx.core as pm
 from pycudamlx import _env
-from shapecheck import DTYPES, host, rand, to_ours
+from shapecheck import (  # noqa: F401 - keep_array_class is an autouse fixture
+    DTYPES, host, rand, to_ours, keep_array_class)
 
 pytestmark = pytest.mark.gpu
 

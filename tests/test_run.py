@@ -87,12 +87,22 @@ def test_deeper_names_and_from_imports(tmp_path, capsys):
     s = tmp_path / "deep.py"
     s.write_text(textwrap.dedent("""
         from mlx.core import array, float16
-        import mlx.core.array as arr_mod
         from mlx import core
-        print(array([1], float16).dtype, arr_mod.__name__, core.__name__)
+        import mlx.core.cuda
+        try:
+            import mlx.core.array  # not a module in MLX; must not clobber mx.array either
+        except ModuleNotFoundError as exc:
+            print("refused", exc.name)
+        print(array([1], float16).dtype, core.__name__, mlx.core.cuda.is_available() in
+              (True, False), isinstance(core.array, type))
     """))
     mlx_compat.run_script(str(s), [])
-    assert "mlx.core.float16 pycudamlx.core.array pycudamlx.core" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "refused mlx.core.array" in out
+    assert "mlx.core.float16 pycudamlx.core True True" in out
+    import pycudamlx.core as mx
+
+    assert isinstance(mx.array, type)
 
 
 def test_plain_import_installs_no_hook():

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import pycudamlx.core as pm
-from shapecheck import DTYPES, assert_same, compare, host, rand, to_mlx, to_ours
+from shapecheck import (  # noqa: F401 - keep_array_class is an autouse fixture
+    DTYPES, assert_same, compare, host, rand, to_mlx, to_ours, keep_array_class)
 
 
 @pytest.fixture(scope="module")

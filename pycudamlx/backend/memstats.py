@@ -87,7 +87,7 @@ def _host_freed(ref: _HostRef) -> None:
     with lock:
         if _host_refs.get(ref.key) is ref:
             del _host_refs[ref.key]
-        stats.host_bytes -= ref.nbytes
+            stats.host_bytes -= ref.nbytes
 
 
 _ndarray = np.ndarray
@@ -128,6 +128,8 @@ def track_host(arr: np.ndarray) -> None:
     ref.nbytes = nbytes
     ref.key = key
     with lock:
+        if key in _host_refs:  # another thread got there first
+            return
         _host_refs[key] = ref
         stats.host_bytes += nbytes
         note_peak()

@@ -58,6 +58,8 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 def _cast(host: np.ndarray, target: dt.Dtype) -> np.ndarray:
     """``host`` converted to ``target`` as MLX's array constructor converts (complex -> bool
     looks at the real part only, unlike astype), C-contiguous, any ndim (0-d too)."""
+    if host.dtype == target.np_dtype:
+        return host if host.flags.c_contiguous else host.copy(order="C")
     if target is dt.bool_ and host.dtype.kind == "c":
         host = host.real
     out = np.asarray(cast_numpy(host, target))
@@ -103,9 +105,20 @@ def _kind_of_type(t: type) -> int | None:
 # Scalars
 
 
+_FLT_MAX = float(np.finfo(np.float32).max)
+
+
 def scalar_data(val: Any, dtype: dt.Dtype | None) -> tuple[np.ndarray, dt.Dtype]:
     """A 0-d numpy array and dtype for a Python bool/int/float/complex (or a subclass)."""
-    kind = _kind_of_type(type(val))
+    t = type(val)
+    if dtype is None:  # the common cases, without casts (each costs about a microsecond)
+        if t is float and -_FLT_MAX <= val <= _FLT_MAX:
+            return np.array(val, dtype=np.float32), dt.float32
+        if t is int and _INT32_MIN <= val <= _INT32_MAX:
+            return np.array(val, dtype=np.int32), dt.int32
+        if t is bool:
+            return np.array(val), dt.bool_
+    kind = _kind_of_type(t)
     if kind == _BOOL:
         host = np.array(bool(val))
         natural = dt.bool_
@@ -116,7 +129,8 @@ def scalar_data(val: Any, dtype: dt.Dtype | None) -> tuple[np.ndarray, dt.Dtype]
         host = np.array(float(val), dtype=np.float64)
         natural = dt.float32
     else:
-        host = np.array(complex(val), dtype=np.complex128).astype(np.complex64)
+        with np.errstate(all="ignore"):
+            host = np.array(complex(val), dtype=np.complex128).astype(np.complex64)
         natural = dt.complex64
     target = dtype or natural
     return _cast(host, target), target
@@ -247,6 +261,9 @@ def _int_leaves(leaves: list[Any], target: dt.Dtype) -> np.ndarray:
     return wide.astype(np.int32)
 
 
+_SMALL = 4096  # up to this many leaves, Python's min/max beat two numpy reductions
+
+
 def _leaves_data(leaves: list[Any], shape: list[int], kind: int,
                  dtype: dt.Dtype | None) -> tuple[np.ndarray, dt.Dtype]:
     """Convert validated scalar leaves (no mx arrays) of one kind to numpy data and dtype."""
@@ -255,6 +272,9 @@ def _leaves_data(leaves: list[Any], shape: list[int], kind: int,
         host = np.array(leaves, dtype=np.bool_)
     elif kind == _INT:
         if dtype is None:
+            if len(leaves) <= _SMALL and _INT32_MIN <= min(leaves) and max(
+                    leaves) <= _INT32_MAX:
+                return np.array(leaves, dtype=np.int32).reshape(shape), dt.int32
             try:
                 host = np.array(leaves, dtype=np.int64)
             except OverflowError:
@@ -269,13 +289,17 @@ def _leaves_data(leaves: list[Any], shape: list[int], kind: int,
         ints = [v for v in leaves if type(v) is int]
         if ints and (max(ints) > _INT64_MAX or min(ints) < _INT64_MIN):
             raise _bad_cast("a Python int in the list does not fit in int64")
+        if dtype is None and len(leaves) <= _SMALL and -_FLT_MAX <= min(leaves) and max(
+                leaves) <= _FLT_MAX:  # (no overflow to check: a NaN takes the general path)
+            return np.array(leaves, dtype=np.float32).reshape(shape), dt.float32
         host = np.array(leaves, dtype=np.float64)
     else:
         target = dtype or dt.complex64
         ints = [v for v in leaves if type(v) is int]
         if ints and (max(ints) > _INT64_MAX or min(ints) < _INT64_MIN):
             raise _bad_cast("a Python int in the list does not fit in int64")
-        host = np.array(leaves, dtype=np.complex128).astype(np.complex64)
+        with np.errstate(all="ignore"):
+            host = np.array(leaves, dtype=np.complex128).astype(np.complex64)
     host = host.reshape(shape)
     return _cast(host, target), target
 
@@ -424,6 +448,18 @@ def convert(val: Any, dtype: Any) -> tuple[Any, dt.Dtype]:
     return data, dtype_
 
 
+_array_class: Any = None
+
+
+def _array_type() -> Any:
+    global _array_class
+    if _array_class is None:
+        from .array import array
+
+        _array_class = array
+    return _array_class
+
+
 def _convert(val: Any, dtype: Any) -> tuple[Any, dt.Dtype]:
     """(data, dtype) of ``mx.array(val, dtype)``.
 
@@ -432,8 +468,7 @@ def _convert(val: Any, dtype: Any) -> tuple[Any, dt.Dtype]:
     ArrayLike's ``__mlx_array__``, a GPU import needing a dtype conversion): the caller aliases
     or converts it lazily.
     """
-    from .array import array
-
+    array = _array_class or _array_type()
     if dtype is not None:
         dtype = dt.to_dtype(dtype, "array")
     t = type(val)

@@ -28,6 +28,7 @@ from .. import dtypes as dt
 from ..graph.evaluate import evaluate, to_numpy
 from ..graph.primitive import OutSpec, Primitive
 from . import device as dev
+from ._conversion import convert as _convert_value
 
 __all__ = ["array", "ArrayIterator", "ArrayLike"]
 
@@ -246,9 +247,7 @@ class array:  # noqa: N801 - MLX's name
     __array_priority__ = 1000.0
 
     def __init__(self, val: Any, dtype: dt.Dtype | None = None) -> None:
-        from ._conversion import convert
-
-        data, dtype_ = convert(val, dtype)
+        data, dtype_ = _convert_value(val, dtype)
         self._cons = None
         self._siblings = None
         if isinstance(data, array):
@@ -768,9 +767,10 @@ def _to_python_scalar(value: Any, dtype: dt.Dtype) -> Any:
 
 def _prune(cons: list) -> None:
     """Drop dead and evaluated consumers from a consumer list ([limit, ref, ref, ...])."""
-    keep = [r for r in cons[1:] if (t := r()) is not None and t._prim is not None]
-    cons[1:] = keep
-    cons[0] = max(8, 2 * len(keep))
+    n = len(cons)  # entries appended meanwhile (another thread) stay
+    keep = [r for r in cons[1:n] if (t := r()) is not None and t._prim is not None]
+    cons[1:n] = keep
+    cons[0] = max(8, 2 * len(cons))
 
 
 def _register(node: array, inputs: tuple) -> None:

@@ -268,6 +268,9 @@ def _cast_indices(arrays: list[array], s: Any) -> list[array]:
 # ----------------------------------------------------------------------------------------------
 # __getitem__
 
+#: The view terms of ``a[i]`` for each rank (dimensions 1.. kept).
+_ROW_TERMS: dict[int, tuple] = {}
+
 
 def getitem(a: array, index: Any) -> array:
     """``a[index]`` with MLX's rules (see the module docstring)."""
@@ -279,9 +282,13 @@ def getitem(a: array, index: Any) -> array:
                 raise ValueError("Slice indices must be 32-bit integers.")
             raise IndexError(f"index {index} is out of bounds for axis 0 with size {n}")
         i = index + n if index < 0 else index
-        off = (i,) + (0,) * (len(shape) - 1)
-        spec = ViewSpec(shape[1:], off, tuple(((d, 1),) for d in range(1, len(shape))))
-        return view(a, spec, "getitem", None)
+        ndim = len(shape)
+        terms = _ROW_TERMS.get(ndim)
+        if terms is None:
+            terms = _ROW_TERMS[ndim] = tuple(((d, 1),) for d in range(1, ndim))
+        spec = ViewSpec(shape[1:], (i,) + (0,) * (ndim - 1), terms)
+        return make(P.View(spec, "getitem"), (a,), spec.shape, a._dtype,
+                    dev.resolve_stream(None))
     if index is Ellipsis or (type(index) is tuple and not index):
         return a
     if not isinstance(index, (tuple, slice, list, array)) and index is not None \

@@ -142,6 +142,7 @@ def reset_for_tests(cache: KernelCache | None = None) -> None:
     global _cache
     with _load_lock:
         _loaded.clear()
+        _by_builder.clear()
         _cache = cache
         ptxstore.manifest.cache_clear()
 
@@ -157,6 +158,19 @@ def load(spec: registry.ModuleSpec, device: CudaDevice) -> LoadedModule:
             module = _load_uncached(spec, device)
             _loaded[(device.index, spec.name)] = module
         return module
+
+
+_by_builder: dict[tuple, LoadedModule] = {}
+
+
+def module_for(spec_fn: Any, args: tuple, device: CudaDevice) -> LoadedModule:
+    """``load(spec_fn(*args), device)``, cached by the builder and its arguments, so launchers
+    skip rebuilding the spec (its source text and hash) on every call."""
+    key = (spec_fn, args, device.index)
+    mod = _by_builder.get(key)
+    if mod is None:
+        mod = _by_builder[key] = load(spec_fn(*args), device)
+    return mod
 
 
 def _try_load_image(image: bytes, device: CudaDevice) -> Any | None:

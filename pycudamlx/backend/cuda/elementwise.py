@@ -21,15 +21,9 @@ BLOCK = 256
 _INT32_MAX = 2**31 - 1
 _layout_structs = {n: struct.Struct(f"<{registry.MAX_DIMS}q{n * registry.MAX_DIMS}qi4x")
                    for n in (1, 2, 3)}
-_modules: dict[tuple, compiler.LoadedModule] = {}
 
 
-def _module(spec_fn: Any, args: tuple, device: CudaDevice) -> compiler.LoadedModule:
-    key = (spec_fn, args, device.index)
-    mod = _modules.get(key)
-    if mod is None:
-        mod = _modules[key] = compiler.load(spec_fn(*args), device)
-    return mod
+_module = compiler.module_for
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:

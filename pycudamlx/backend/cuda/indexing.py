@@ -24,15 +24,9 @@ _index_struct = struct.Struct(
     f"<{_MAX_DIMS}q{_MAX_DIMS}q{_MAX_DIMS}q{_MAX_INDEX * _MAX_DIMS}q{_MAX_INDEX}q"
     f"{_MAX_INDEX}q{_MAX_INDEX}q{_MAX_INDEX}qii")
 assert _index_struct.size == registry.INDEX_ARGS_BYTES
-_modules: dict[tuple, compiler.LoadedModule] = {}
 
 
-def _module(spec_fn: Any, args: tuple, device: CudaDevice) -> compiler.LoadedModule:
-    key = (spec_fn, args, device.index)
-    mod = _modules.get(key)
-    if mod is None:
-        mod = _modules[key] = compiler.load(spec_fn(*args), device)
-    return mod
+_module = compiler.module_for
 
 
 def _size(shape: Sequence[int]) -> int:

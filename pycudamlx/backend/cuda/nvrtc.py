@@ -101,20 +101,23 @@ class BindingsNvrtc(Nvrtc):
             opts = [o.encode() for o in options]
             (compile_result,) = nv.nvrtcCompileProgram(prog, len(opts), opts)
             result, log_size = nv.nvrtcGetProgramLogSize(prog)
-            log_buf = b" " * log_size
+            # NVRTC writes into these buffers: they must be bytearrays. A bytes object would be
+            # mutated in place, and b" " * 1 is CPython's shared one-byte b" " (an empty log is
+            # one NUL), which turned every later print() separator into "\x00".
+            log_buf = bytearray(log_size)
             nv.nvrtcGetProgramLog(prog, log_buf)
-            log_text = log_buf.rstrip(b"\0 ").decode(errors="replace")
+            log_text = bytes(log_buf).rstrip(b"\0 ").decode(errors="replace")
             if int(compile_result) != 0:
                 raise KernelCompileError(name, log_text, options)
             if want_cubin:
                 result, size = nv.nvrtcGetCUBINSize(prog)
                 self._check(result, "nvrtcGetCUBINSize")
-                image = b" " * size
+                image = bytearray(size)
                 self._check(nv.nvrtcGetCUBIN(prog, image)[0], "nvrtcGetCUBIN")
             else:
                 result, size = nv.nvrtcGetPTXSize(prog)
                 self._check(result, "nvrtcGetPTXSize")
-                image = b" " * size
+                image = bytearray(size)
                 self._check(nv.nvrtcGetPTX(prog, image)[0], "nvrtcGetPTX")
             lowered = {}
             for expr in name_expressions:

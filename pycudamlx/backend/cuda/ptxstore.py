@@ -102,6 +102,31 @@ def ptx_isa_of(ptx: bytes) -> str | None:
     return match.group(1).decode() if match else None
 
 
+# NVRTC names internal-linkage entities `_INTERNAL_<8 hex>_<n>_<file>_cu_<8 hex>_<digits>`, where
+# the last two parts change from one run to the next (a process id among them), so every rebuild
+# would rewrite every file. They are module-local, so a fixed spelling is as good: the mangled
+# length prefix (_ZN<len>) is recomputed for it.
+_INTERNAL_NAME = re.compile(rb"_ZN(\d+)(_INTERNAL_)")
+_INTERNAL_SUFFIX = re.compile(rb"_cu_[0-9a-f]{8}_\d+$")
+
+
+def normalise_internal_names(ptx: bytes) -> bytes:
+    """The PTX with NVRTC's per-run internal-linkage name suffixes made fixed (reproducible)."""
+    out = bytearray()
+    pos = 0
+    for match in _INTERNAL_NAME.finditer(ptx):
+        if match.start() < pos:  # inside an identifier already rewritten
+            continue
+        length = int(match.group(1))
+        start = match.start(2)
+        ident = ptx[start:start + length]
+        fixed = _INTERNAL_SUFFIX.sub(b"_cu_00000000_0", ident)
+        out += ptx[pos:match.start()] + b"_ZN" + str(len(fixed)).encode() + fixed
+        pos = start + length
+    out += ptx[pos:]
+    return bytes(out)
+
+
 # --------------------------------------------------------------------------------------------------
 # Build and verify (the CLI's `ptx build` / `ptx verify`)
 
@@ -118,12 +143,14 @@ def build(nvrtc: Nvrtc, directory: Path | None = None,
     isa = None
     for spec in specs:
         result = nvrtc.compile(spec.name, spec.source, spec.expressions, options, want_cubin=False)
-        ptx = result.image.rstrip(b"\0")
+        ptx = normalise_internal_names(result.image.rstrip(b"\0"))
         isa = ptx_isa_of(ptx) or isa
         filename = f"{spec.name}.ptx.gz"
         # mtime=0 makes the bytes depend on the PTX alone, so rebuilds do not churn git.
         (directory / filename).write_bytes(gzip.compress(ptx, compresslevel=9, mtime=0))
-        entries[spec.name] = ShippedModule(spec.name, spec.sha256, filename, result.lowered)
+        lowered = {k: normalise_internal_names(v.encode()).decode()
+                   for k, v in result.lowered.items()}
+        entries[spec.name] = ShippedModule(spec.name, spec.sha256, filename, lowered)
         if progress is not None:
             progress(spec)
     for stale in directory.glob("*.ptx.gz"):

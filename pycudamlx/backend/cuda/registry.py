@@ -295,7 +295,8 @@ def builtin_modules(dtypes: Sequence[str] = COMMON_DTYPES) -> list[ModuleSpec]:
         modules.append(where_module(d))
     for d in dtypes:
         modules.append(sequence_module(d))
-        modules.append(trace_module(d, trace_dtype(d)))
+        if trace_dtype(d) in dtypes:
+            modules.append(trace_module(d, trace_dtype(d)))
         for index in INDEX_DTYPES:
             modules.append(gather_module(d, index))
             modules.append(scatter_module(d, index))

@@ -96,13 +96,16 @@ class CudaStream:
 
 
 def _destroy(handle: Any, fn_name: str) -> None:
-    """Release a driver object unless the process is shutting down or the context is gone."""
-    cu = driver._cu
-    if cu is None or sys.is_finalizing() or driver._lost is not None:
-        return
+    """Release a driver object unless the process is shutting down or the context is gone.
+
+    At interpreter exit module globals may already be None: never let a destructor raise.
+    """
     try:
+        cu = driver._cu
+        if cu is None or sys.is_finalizing() or driver._lost is not None:
+            return
         getattr(cu, fn_name)(handle)
-    except Exception:  # never raise from a destructor
+    except Exception:
         pass
 
 
