@@ -730,15 +730,16 @@ def _row(a: array, i: int) -> array:
     return getitem(a, i)
 
 
+_indexing_fns: dict[str, Any] = {}
+
+
 def _indexing(name: str) -> Any:
-    try:
-        from . import indexing
-    except ImportError:
-        raise NotImplementedError("array indexing (core/indexing.py) is not implemented in "
-                                  "pycudamlx yet") from None
-    f = getattr(indexing, name, None)
+    """core.indexing.<name> (getitem/setitem), imported once: indexing imports this module."""
+    f = _indexing_fns.get(name)
     if f is None:
-        raise NotImplementedError(f"indexing.{name} is not implemented in pycudamlx yet")
+        from . import indexing
+
+        f = _indexing_fns[name] = getattr(indexing, name)
     return f
 
 

@@ -8,7 +8,12 @@ from ..graph.evaluate import evaluate
 from .array import array
 
 
-def _collect(tree: Any, out: list[array]) -> None:
+def collect_arrays(tree: Any, out: list[array], strict: bool = True) -> None:
+    """Append every array found in nested lists, tuples and dicts to ``out``.
+
+    ``strict``: other leaves except None and Python scalars raise (``mx.eval``'s rule);
+    otherwise they are ignored (``mx.get_array_buffer_size``'s).
+    """
     stack = [tree]
     while stack:
         x = stack.pop()
@@ -18,7 +23,7 @@ def _collect(tree: Any, out: list[array]) -> None:
             stack.extend(x)
         elif isinstance(x, dict):
             stack.extend(x.values())
-        elif x is None or isinstance(x, (bool, int, float, complex, str)):
+        elif not strict or x is None or isinstance(x, (bool, int, float, complex, str)):
             continue
         else:
             raise ValueError("[eval] Invalid argument: expected arrays or trees of arrays "
@@ -31,7 +36,7 @@ def eval(*args: Any) -> None:  # noqa: A001 - MLX's name
         evaluate(args)
         return
     roots: list[array] = []
-    _collect(args, roots)
+    collect_arrays(args, roots)
     evaluate(roots)
 
 

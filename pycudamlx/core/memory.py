@@ -167,20 +167,6 @@ def set_wired_limit(limit: int) -> int:
     return 0
 
 
-def _collect(tree: Any, out: list[Any]) -> None:
-    from .array import array
-
-    stack = [tree]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, array):
-            out.append(x)
-        elif isinstance(x, (list, tuple)):
-            stack.extend(x)
-        elif isinstance(x, dict):
-            stack.extend(x.values())
-
-
 def get_array_buffer_size(*args: Any) -> int:
     """Get the size of the buffers backing arrays in bytes.
 
@@ -193,8 +179,10 @@ def get_array_buffer_size(*args: Any) -> int:
       *args (arrays or trees of arrays): Each argument can be a single array or a tree of
         arrays. Leaves which are not arrays are ignored.
     """
+    from .evaluation import collect_arrays
+
     arrays: list[Any] = []
-    _collect(args, arrays)
+    collect_arrays(args, arrays, strict=False)
     seen: dict[int, int] = {}
     for a in arrays:
         data = a._data
