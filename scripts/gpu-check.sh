@@ -10,6 +10,7 @@
 #
 #   bash scripts/gpu-check.sh            # everything
 #   SKIP_BENCH=1 bash scripts/gpu-check.sh
+#   BENCH_ARGS="--only add_f32 --reps 5" bash scripts/gpu-check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}
@@ -24,23 +25,26 @@ echo "== 1/4 GPU tests with NVRTC"
 PYCUDAMLX_CACHE_DIR=$cache1 PYCUDAMLX_STRICT_GPU=1 timeout 900 $PY -m pytest -m gpu -q -rs \
     -p no:cacheprovider tests 2>&1 | tee "$OUT/pytest-gpu.log"
 
+echo "   ($(( $(date +%s) - started )) s)"
 echo "== 2/4 GPU tests with NVRTC disabled (kernels_ptx + a warmed cache for the other dtypes)"
 PYCUDAMLX_CACHE_DIR=$cache2 timeout 300 $PY cli.py cache warm --dtypes uncommon \
     2>&1 | tail -n 3 | tee "$OUT/warm.log"
 PYCUDAMLX_CACHE_DIR=$cache2 PYCUDAMLX_DISABLE_NVRTC=1 PYCUDAMLX_STRICT_GPU=1 timeout 900 \
     $PY -m pytest -m gpu -q -rs -p no:cacheprovider tests 2>&1 | tee "$OUT/pytest-gpu-nonvrtc.log"
 
+echo "   ($(( $(date +%s) - started )) s)"
 echo "== 2b/4 GPU tests in device-memory mode (no managed memory: WSL, Windows, Jetson)"
 PYCUDAMLX_CACHE_DIR=$cache1 PYCUDAMLX_MEMORY=device PYCUDAMLX_STRICT_GPU=1 timeout 900 \
     $PY -m pytest -m gpu -q -rs -p no:cacheprovider tests 2>&1 | tee "$OUT/pytest-gpu-device-mode.log"
 
+echo "   ($(( $(date +%s) - started )) s)"
 echo "== 3/4 smoke"
 PYCUDAMLX_CACHE_DIR=$cache1 timeout 300 $PY cli.py smoke 2>&1 | tee "$OUT/smoke.log"
 smoke_rc=${PIPESTATUS[0]}
 
 if [ -z "${SKIP_BENCH:-}" ]; then
     echo "== 4/4 benchmarks"
-    PYCUDAMLX_CACHE_DIR=$cache1 timeout 900 $PY benchmarks/bench.py --json "$OUT/bench.json" \
+    PYCUDAMLX_CACHE_DIR=$cache1 timeout 900 $PY benchmarks/bench.py --json "$OUT/bench.json" ${BENCH_ARGS:-} \
         2>&1 | tee "$OUT/bench.log"
 fi
 
