@@ -27,7 +27,13 @@ def gpu_unavailable_reason() -> str | None:
     return driver.unavailable_reason()
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Tests of managed-memory behaviour (the ``managed`` fixture) carry the ``managed`` marker,
+    # added before -m deselects, so a device-mode run can leave them out: -m "gpu and not managed".
+    for item in items:
+        if "managed" in getattr(item, "fixturenames", ()):
+            item.add_marker("managed")
     gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
     if not gpu_items:
         return

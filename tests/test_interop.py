@@ -233,3 +233,18 @@ def test_torch_cpu_interop():
     a = mx.array(_values())
     t = torch.from_dlpack(a)
     assert t.data_ptr() == a._numpy().ctypes.data
+
+
+def test_bfloat16_refuses_the_buffer_protocol_so_numpy_reads_values():
+    """PEP 3118 has no bfloat16: exporting raw uint16 bits would make np.array(x) (which tries
+    the buffer protocol first on Python 3.12+) return bit patterns as numbers."""
+    import ml_dtypes
+
+    from pycudamlx.core import interop
+
+    x = mx.array([1.5, -2.25, 3.0], dtype=mx.bfloat16)
+    with pytest.raises(BufferError, match="bfloat16"):
+        interop.buffer_view(x)
+    got = np.array(x)
+    assert got.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(got.astype(np.float32), [1.5, -2.25, 3.0])

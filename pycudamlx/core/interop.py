@@ -660,10 +660,12 @@ def buffer_view(a: Any, flags: int = 0) -> memoryview:
                 and type(buf) is memory.Buffer):
             raise BufferError("This array's pages are on the GPU: np.asarray(x) gives a host view "
                               "(after one prefetch), np.array(x) a copy.")
-    host = to_numpy(a)
     if a._dtype is dt.bfloat16:
-        return memoryview(host.view(np.uint16))
-    return memoryview(host)
+        # PEP 3118 has no bfloat16: raw uint16 bits would reach np.array(x) as wrong numbers.
+        # Refusing sends numpy to __array__ (ml_dtypes.bfloat16); MLX cannot export it at all.
+        raise BufferError("'bfloat16' is not a valid PEP 3118 buffer format string: use "
+                          "np.array(x) (ml_dtypes.bfloat16) or x.astype(mx.float32).")
+    return memoryview(to_numpy(a))
 
 
 _LARGE = 2 << 20  # memory.PREFETCH_MIN, without importing the GPU side on CPU-only paths

@@ -118,6 +118,7 @@ def copy_module(src: str, dst: str) -> ModuleSpec:
         KernelSpec(f"copy_strided<{t}, {u}, int64_t>", ("ptr", "ptr", "i64", lay1)),
         KernelSpec(f"copy_general<{t}, {u}, int32_t>", ("ptr", "ptr", "i64", lay2)),
         KernelSpec(f"copy_general<{t}, {u}, int64_t>", ("ptr", "ptr", "i64", lay2)),
+        KernelSpec(f"copy_tiled<{t}, {u}>", ("ptr", "ptr") + ("i64",) * 4),
     )
     if src == dst:  # the same-dtype module also fills
         value = f"bytes:{dt.by_name[dst].size}"
@@ -143,11 +144,24 @@ def unary_module(op_name: str, dtype: str) -> ModuleSpec:
         KernelSpec(f"unary_contig<{t}, {u}, 1>", ("ptr", "ptr", "i64")),
         KernelSpec(f"unary_strided<{t}, {u}, int32_t>", ("ptr", "ptr", "i64", lay1)),
         KernelSpec(f"unary_strided<{t}, {u}, int64_t>", ("ptr", "ptr", "i64", lay1)),
+        KernelSpec(f"unary_tiled<{t}, {u}>", ("ptr", "ptr") + ("i64",) * 4),
     )
     family = dt.by_name[dtype].kind
     return ModuleSpec(f"unary.{op_name}.{dtype}", "unary",
                       _program("unary.cu", _functor(op, family, t), math=True), kernels,
                       (dtype,))
+
+
+#: binary_rows instantiations, vectorised (binary2d kernel_list[0:3]): the (a, b) stride along
+#: a row, 1 or 0. Rows that cannot take whole packs go strided: each variant adds compile time.
+ROW_VARIANTS: tuple[tuple[int, int], ...] = ((1, 1), (1, 0), (0, 1))
+#: binary_tiled instantiations (binary2d kernel_list[3:5]): which operand goes through the tile.
+TILE_VARIANTS: tuple[tuple[int, int], ...] = ((1, 0), (0, 1))
+
+
+def tile_side(dtype: str) -> int:
+    """common.cuh TileSide: the square tile transposed reads go through."""
+    return 64 if dt.by_name[dtype].size <= 4 else 32
 
 
 @functools.lru_cache(maxsize=None)
@@ -167,6 +181,29 @@ def binary_module(op_name: str, dtype: str) -> ModuleSpec:
     )
     family = dt.by_name[dtype].kind
     return ModuleSpec(f"binary.{op_name}.{dtype}", "binary",
+                      _program("binary.cu", _functor(op, family, t), math=True), kernels,
+                      (dtype,))
+
+
+@functools.lru_cache(maxsize=None)
+def binary2d_module(op_name: str, dtype: str) -> ModuleSpec:
+    """The row and tile kernels of one binary op (broadcast rows, transposed operands): a module
+    of its own, so that code which never needs them never compiles them."""
+    op = optable.OPS[op_name]
+    out = op_output_dtype(op, dtype)
+    t, u = _ctype(dtype), _ctype(out)
+    n = vector_width(dtype, out)
+    lay2 = f"bytes:{layout_bytes(2)}"
+    ptrs = ("ptr", "ptr", "ptr")
+    kernels = tuple(
+        KernelSpec(f"binary_rows<{t}, {u}, {n}, {ia}, {ib}>", ptrs + ("i64", "i64", lay2))
+        for ia, ib in ROW_VARIANTS
+    ) + tuple(
+        KernelSpec(f"binary_tiled<{t}, {u}, {ta}, {tb}>", ptrs + ("i64",) * 6)
+        for ta, tb in TILE_VARIANTS
+    )
+    family = dt.by_name[dtype].kind
+    return ModuleSpec(f"binary2d.{op_name}.{dtype}", "binary2d",
                       _program("binary.cu", _functor(op, family, t), math=True), kernels,
                       (dtype,))
 
@@ -290,7 +327,10 @@ def builtin_modules(dtypes: Sequence[str] = COMMON_DTYPES) -> list[ModuleSpec]:
         for d in dtypes:
             if not _op_defined(op, d):
                 continue
-            modules.append(unary_module(name, d) if op.arity == 1 else binary_module(name, d))
+            if op.arity == 1:
+                modules.append(unary_module(name, d))
+            else:
+                modules += [binary_module(name, d), binary2d_module(name, d)]
     for d in dtypes:
         modules.append(where_module(d))
     for d in dtypes:

@@ -194,3 +194,45 @@ template <typename T, int N> struct __align__(sizeof(T) * N) Pack { T v[N]; };
 #define PCM_GRID_STRIDE(i, n)                                                                 \
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                   \
        i += (int64_t)gridDim.x * blockDim.x)
+
+// ---- row and tile launches --------------------------------------------------------------------
+
+// Side of the square tiles that transposed reads go through (shared memory, blockDim (32, 8)):
+// 64 for elements of up to 4 bytes, 32 above, so that two tiles stay within 48 KiB.
+template <typename T> struct TileSide { enum { value = sizeof(T) <= 4 ? 64 : 32 }; };
+
+// Every thread of a (32, 8) block reads its share of the TILE x TILE block of x whose top-left
+// output element is (i0, j0), walking down columns (consecutive lanes take consecutive i), and
+// stores it transposed: tile[c][r] = x(i0 + c, j0 + r). All loads are issued before the first
+// store so that each thread has TILE * TILE / 256 of them in flight at once.
+template <typename T, int TILE>
+PCM_DEVICE void load_tile_down_columns(T (*tile)[TILE + 1], const T* __restrict__ x,
+                                       int64_t s0, int64_t s1, int64_t i0, int64_t j0,
+                                       int64_t rows, int64_t cols) {
+  T v[TILE / 8][TILE / 32];
+#pragma unroll
+  for (int k = 0; k < TILE / 8; ++k) {
+#pragma unroll
+    for (int m = 0; m < TILE / 32; ++m) {
+      const int64_t i = i0 + threadIdx.x + 32 * m, j = j0 + threadIdx.y + 8 * k;
+      v[k][m] = (i < rows && j < cols) ? x[i * s0 + j * s1] : T();
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < TILE / 8; ++k) {
+#pragma unroll
+    for (int m = 0; m < TILE / 32; ++m) tile[threadIdx.x + 32 * m][threadIdx.y + 8 * k] = v[k][m];
+  }
+}
+
+// The element offsets of row ``row``'s start in each operand (rows of a 2-D launch: one
+// multiplication per operand, the common case; deeper outer layouts divide).
+template <int NARGS>
+PCM_DEVICE void row_offsets(const Layout<NARGS>& L, int64_t row, int64_t (&off)[NARGS]) {
+  if (L.ndim == 1) {
+#pragma unroll
+    for (int k = 0; k < NARGS; ++k) off[k] = row * L.strides[k][0];
+  } else {
+    layout_offsets<int64_t, NARGS>(L, row, off);
+  }
+}
