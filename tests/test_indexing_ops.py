@@ -281,6 +281,8 @@ AT_CASES = [
     "M.array([0.0, 0.0]).at[M.array([0])].minimum(np.nan)",
     "v.at[M.array([0, 0])].minimum(M.array([np.nan, -1.0]))",
     "v.at[M.array([0, 0])].maximum(M.array([-1.0, np.nan]))",
+    "M.array([np.nan, 0.0], M.bfloat16).at[M.array([0, 1])].maximum(M.array([1.0, np.nan]))",
+    "M.array([np.nan, 0.0], M.float16).at[M.array([0, 1])].minimum(M.array([1.0, np.nan]))",
     # errors
     "v.at[M.array([0, 1])].add(M.array([1.0, 2, 3]))", "v.at[M.array([0, 1])].add([1.0, 2])",
     "v.at[M.array([0.0])].add(1.0)", "M.zeros((3,), M.bool_).at[M.array([1])].subtract(True)",

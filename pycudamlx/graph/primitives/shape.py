@@ -692,8 +692,9 @@ class Scatter(Primitive):
             target, pos = flat_t, (np.zeros(rows.shape[0], np.int64),)
         else:
             target, pos = dst_t, tuple(flat)
+        floating = out.dtype.kind == "f" or out.dtype == dt.bfloat16.np_dtype
         if op in ("max", "min") and (out.dtype.kind == "c" or (
-                out.dtype.kind == "f" and (np.isnan(rows).any() or np.isnan(dst_t).any()))):
+                floating and (np.isnan(rows).any() or np.isnan(dst_t).any()))):
             _combine_sequential(target, list(pos), rows, op)
         else:
             with np.errstate(all="ignore"):
