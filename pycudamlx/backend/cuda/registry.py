@@ -245,8 +245,8 @@ def trace_dtype(dtype: str) -> str:
             "uint16": "uint32"}.get(dtype, dtype)
 
 
-#: Elements per pack in the take_rows kernels: 16 bytes, or 1 (any alignment).
 def take_vector_width(dtype: str) -> int:
+    """Elements per 16-byte pack in the take_rows kernels (the other variant moves 1)."""
     return vector_width(dtype)
 
 
