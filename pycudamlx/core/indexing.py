@@ -7,11 +7,14 @@ is adjacent; otherwise they come first), as MLX's ``__getitem__`` does. Boolean 
 refused by ``__getitem__`` as in MLX, and accepted alone by ``__setitem__`` (MLX's masked
 scatter).
 
-Out of range: a Python int raises IndexError (MLX reads garbage or crashes); an index array whose
-values are on the host (a list, or an array built from host data) is checked and raises
-IndexError; other index arrays (lazy or GPU results) are not read back: a gather wraps a negative
-index once and clamps the rest into range, a scatter skips out-of-range positions. A slice step
-of 0 raises ValueError (MLX dies with SIGFPE); slice bounds clamp like Python's.
+Also ``take``, ``take_along_axis``, ``put_along_axis`` and ``x.at[idx].add/...`` (ArrayAt).
+
+Out of range: a Python int raises IndexError (MLX reads garbage or crashes); in ``a[idx]`` an
+index array whose values are on the host (a list, or an array built from host data) is checked
+and raises IndexError; other index arrays (lazy or GPU results), and every index of take /
+take_along_axis, are not read back: a gather wraps a negative index once and reads 0 for one
+still out of range (MLX reads past the buffer), a scatter skips out-of-range positions. A
+slice step of 0 raises ValueError (MLX dies with SIGFPE); slice bounds clamp like Python's.
 
 ``setitem`` returns the new value of ``a`` (a copy of its old value with the update, MLX arrays
 being values); the array class's ``__setitem__`` makes ``a`` take it, while arrays built from ``a``
@@ -35,7 +38,7 @@ from ._base import astype, broadcast_shapes as _broadcast2
 from .array import array, from_data, make
 from .shape import _index_dtype, broadcast_view, fmt_shape, view
 
-__all__ = ["newaxis"]
+__all__ = ["newaxis", "take", "take_along_axis", "put_along_axis", "ArrayAt"]
 
 #: ``mx.newaxis``: None, as in numpy.
 newaxis = None
@@ -201,7 +204,8 @@ class _Advanced:
 
     __slots__ = ("spec", "axes", "arrays", "bshape", "final", "final_shape", "rest")
 
-    def __init__(self, a: array, parsed: list[tuple[int, Any]]) -> None:
+    def __init__(self, a: array, parsed: list[tuple[int, Any]], check_host: bool = True
+                 ) -> None:
         shape = a._shape
         self.spec, origin = _basic_spec(shape, parsed, keep_arrays=True)
         vshape = self.spec.shape
@@ -221,7 +225,8 @@ class _Advanced:
         for ax, x in zip(self.axes, arrays):
             if vshape[ax] == 0 and bsize:
                 raise IndexError(f"index out of bounds: cannot take from axis {ax} of size 0")
-            _check_host_bounds(x, vshape[ax], ax)
+            if check_host:
+                _check_host_bounds(x, vshape[ax], ax)
         self.arrays = arrays
         # Where the broadcast dims go: in place of the advanced entries when they (ints
         # included) are adjacent, else first.
@@ -438,3 +443,281 @@ def setitem(a: array, index: Any, value: Any) -> array:
     array class's ``__setitem__`` makes ``a`` take it; nodes built on ``a`` before keep its
     old value)."""
     return _update_node(a, index, value)
+
+
+# ----------------------------------------------------------------------------------------------
+# take, take_along_axis, put_along_axis
+
+
+def _require_array(x: Any, fn: str, sig: str, what: str) -> array:
+    if not isinstance(x, array):
+        raise TypeError(f"{fn}(): incompatible function arguments. The following argument types "
+                        f"are supported:\n    1. {sig}\n\nInvoked with {what} of type "
+                        f"{type(x).__name__}")
+    return x
+
+
+_TAKE_SIG = ("take(a: array, /, indices: int | array, axis: int | None = None, *, "
+             "stream: StreamOrDevice = None) -> array")
+_TAL_SIG = ("take_along_axis(a: array, /, indices: array, axis: int | None = -1, *, "
+            "stream: StreamOrDevice = None) -> array")
+_PAL_SIG = ("put_along_axis(a: array, /, indices: array, values: array, axis: int | None = "
+            "None, *, stream: StreamOrDevice = None) -> array")
+
+
+def _gather_index(idx: array, s: Any) -> array:
+    """An integer index array as the int32/int64 the kernels read (MLX's dtype errors)."""
+    if idx._dtype is dt.bool_:
+        raise ValueError("[Gather] Boolean indices not supported.")
+    if idx._dtype.kind not in "iu":
+        raise ValueError("[gather] Got indices with invalid dtype. Indices must be integral.")
+    return astype(idx, _index_dtype(idx._dtype), s)
+
+
+def _flat(a: array, s: Any) -> array:
+    from .shape import _reshape_node
+
+    return a if a.ndim == 1 else _reshape_node(a, (a.size,), s)
+
+
+def take(a: array, /, indices: int | array, axis: int | None = None, *,
+         stream: Any = None) -> array:
+    """Elements (``axis=None``: of the flattened ``a``) or slices along ``axis`` at
+    ``indices``. Negative indices wrap once; array indices still out of range give 0 (MLX
+    reads past its buffer); an out-of-range int raises ValueError, as in MLX."""
+    a = _require_array(a, "take", _TAKE_SIG, "a")
+    s = dev.resolve_stream(stream)
+    if axis is None:
+        a = _flat(a, s)
+        ax = 0
+    else:
+        ax = operator.index(axis)
+        if not -a.ndim <= ax < a.ndim:
+            raise IndexError(f"[take] Received invalid axis {axis} for array with {a.ndim} "
+                             "dimensions.")
+        ax = ax + a.ndim if ax < 0 else ax
+    n = a._shape[ax]
+    i = _as_int(indices)
+    if i is not None:
+        # MLX wraps a negative int only without an axis (with one it raises ValueError).
+        if not (-n if axis is None else 0) <= i < n:
+            raise ValueError(f"[take] Index {i} is out of bounds for axis {ax} with size {n}.")
+        i = i + n if i < 0 else i
+        return getitem(a, (slice(None),) * ax + (i,))
+    idx = _require_array(indices, "take", _TAKE_SIG, "indices")
+    idx = _gather_index(idx, s)
+    if n == 0 and idx.size:
+        raise ValueError("[take] Cannot do a non-empty take from an empty axis.")
+    shape = a._shape[:ax] + idx._shape + a._shape[ax + 1:]
+    return make(P.Take(ax), (a, idx), shape, a._dtype, s)
+
+
+def _along_axis_args(a: array, indices: Any, axis: int | None, fn: str, sig: str,
+                     s: Any) -> tuple[array, array, int]:
+    a = _require_array(a, fn, sig, "a")
+    idx = _require_array(indices, fn, sig, "indices")
+    if axis is None:
+        a = _flat(a, s)
+        ax = 0
+    else:
+        ax = operator.index(axis)
+        if not -a.ndim <= ax < a.ndim:
+            raise IndexError(f"[{fn}] Axis {axis} is out of bounds for array with {a.ndim} "
+                             "dimensions.")
+        ax = ax + a.ndim if ax < 0 else ax
+    if idx.ndim != a.ndim:
+        raise ValueError(f"[{fn}] Indices of dimension {idx.ndim} does not match array of "
+                         f"dimension {a.ndim}.")
+    if idx._dtype.kind not in "iu":
+        what = "GatherAxis::eval_cpu] Cannot gather" if fn == "take_along_axis" else \
+            "ScatterAxis::eval_cpu] Cannot scatter"
+        raise RuntimeError(f"[{what} with indices type.")
+    return a, astype(idx, _index_dtype(idx._dtype), s), ax
+
+
+def _without(shape: tuple[int, ...], ax: int) -> tuple[int, ...]:
+    return shape[:ax] + shape[ax + 1:]
+
+
+def take_along_axis(a: array, /, indices: array, axis: int | None = -1, *,
+                    stream: Any = None) -> array:
+    """Values of ``a`` at ``indices`` along ``axis`` (``None``: of the flattened ``a``); ``a``
+    and ``indices`` broadcast against each other except along the axis. Negative indices wrap
+    once; indices still out of range give 0."""
+    s = dev.resolve_stream(stream)
+    a, idx, ax = _along_axis_args(a, indices, axis, "take_along_axis", _TAL_SIG, s)
+    rest = _broadcast2(_without(a._shape, ax), _without(idx._shape, ax))
+    shape = rest[:ax] + (idx._shape[ax],) + rest[ax:]
+    src_shape = rest[:ax] + (a._shape[ax],) + rest[ax:]
+    src = a if src_shape == a._shape else broadcast_view(a, src_shape, s)
+    idx = idx if idx._shape == shape else broadcast_view(idx, shape, s)
+    return make(P.GatherAxis(ax), (src, idx), shape, a._dtype, s)
+
+
+def put_along_axis(a: array, /, indices: array, values: array, axis: int | None = None, *,
+                   stream: Any = None) -> array:
+    """A copy of ``a`` with ``values`` written at ``indices`` along ``axis`` (``None``: into
+    the flattened ``a``). ``indices`` and ``values`` broadcast together, then against ``a``
+    except along the axis (the result takes that broadcast shape, as in MLX). Duplicates: the
+    last value wins; out-of-range indices are skipped (MLX writes out of bounds)."""
+    from .shape import _reshape_node
+
+    s = dev.resolve_stream(stream)
+    orig = a
+    a, idx, ax = _along_axis_args(a, indices, axis, "put_along_axis", _PAL_SIG, s)
+    vals = _require_array(values, "put_along_axis", _PAL_SIG, "values")
+    vals = astype(vals, a._dtype, s)
+    lead = vals.ndim - idx.ndim
+    if lead > 0:
+        for d in range(lead):
+            if vals._shape[d] != 1:
+                raise ValueError(f"[squeeze] Cannot squeeze axis {d} with size "
+                                 f"{vals._shape[d]} which is not equal to 1.")
+        vals = _reshape_node(vals, vals._shape[lead:], s)
+    both = _broadcast2(idx._shape, vals._shape)
+    rest = _broadcast2(_without(a._shape, ax), _without(both, ax))
+    shape = rest[:ax] + (both[ax],) + rest[ax:]
+    out_shape = rest[:ax] + (a._shape[ax],) + rest[ax:]
+    src = a if out_shape == a._shape else broadcast_view(a, out_shape, s)
+    idx = idx if idx._shape == shape else broadcast_view(idx, shape, s)
+    vals = vals if vals._shape == shape else broadcast_view(vals, shape, s)
+    out = make(P.ScatterAxis(ax), (src, idx, vals), out_shape, a._dtype, s)
+    if axis is None and orig.ndim != 1:
+        out = _reshape_node(out, orig._shape, s)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# x.at[idx].add(v) and friends
+
+
+def _at_values(a: array, value: Any) -> array:
+    """MLX's ``to_array(v, a.dtype)``: scalars take a's dtype where their kind allows (a float
+    on an integer array is float32), arrays keep theirs, numpy arrays convert as mx.array."""
+    from .creation import _scalar_value
+    from ..graph.primitives.shape import _scalar_numpy
+
+    if isinstance(value, array):
+        return value
+    if isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
+        val, vdtype = _scalar_value(value, a._dtype)
+        return from_data(np.asarray(_scalar_numpy(val, vdtype)).reshape(()), vdtype)
+    if isinstance(value, np.ndarray):
+        return array(value)
+    raise ValueError(f"Invalid type {type(value).__name__} received in array initialization.")
+
+
+def _plain_index(index: Any) -> bool:
+    """An index with no entry that selects (None, Ellipsis, or tuples of them): MLX applies
+    the operation to the whole array with ordinary promotion there."""
+    if index is None or index is Ellipsis:
+        return True
+    return type(index) is tuple and all(e is None or e is Ellipsis for e in index)
+
+
+_AT_ELEMENTWISE = {"add": "add", "subtract": "subtract", "multiply": "multiply",
+                   "divide": "divide", "maximum": "maximum", "minimum": "minimum"}
+_AT_SCATTER = {"add": "add", "subtract": "add", "multiply": "prod", "divide": "prod",
+               "maximum": "max", "minimum": "min"}
+
+
+def _at_update(a: array, index: Any, value: Any, name: str) -> array:
+    from . import elementwise as E
+
+    s = dev.resolve_stream(None)
+    v = _at_values(a, value)
+    if _plain_index(index):
+        vs = _strip_leading_ones(v, a.ndim)
+        if vs != v._shape:
+            v = make(P.Reshape(), (v,), vs, v._dtype, s)
+        if len(vs) > a.ndim or _broadcast2(vs, a._shape) != a._shape:
+            raise ValueError(f"Cannot broadcast array of shape {fmt_shape(v._shape)} into "
+                             f"shape {fmt_shape(a._shape)}.")
+        return getattr(E, _AT_ELEMENTWISE[name])(a, broadcast_view(v, a._shape, s))
+    if name == "subtract":
+        v = E.negative(v)
+    elif name == "divide":
+        v = E.reciprocal(v)
+    if v._dtype is not a._dtype:
+        v = astype(v, a._dtype, s)
+    if isinstance(index, array) and index._dtype is dt.bool_ or isinstance(index, list) and \
+            array(index)._dtype is dt.bool_:
+        raise ValueError("[ArrayAt] Boolean mask indices are not supported (MLX 0.32.4 fails "
+                         "there too); use mx.where.")
+    if not isinstance(index, (tuple, slice, list, array)) and _as_int(index) is None:
+        raise ValueError("Cannot index mlx array using the given type.")
+    try:
+        parsed = _parse(a, index)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("[gather]", "[scatter]")) from None
+    op = _AT_SCATTER[name]
+    shape = a._shape
+    if not any(kind == _ARRAY for kind, _ in parsed):
+        spec, _ = _basic_spec(shape, parsed, keep_arrays=True)
+        result, origin = _basic_spec(shape, parsed, keep_arrays=False)
+        upd = _fit(v, result.shape, s)
+        if result.shape != spec.shape:
+            keep = [j for j, k in enumerate(origin) if parsed[k][0] != _NONE]
+            upd = view(upd, ViewSpec(spec.shape, (0,) * upd.ndim,
+                                     tuple(((j, 1),) for j in keep)), "setitem", s)
+        return make(P.Scatter(spec, (), (), op), (a, upd), shape, a._dtype, s)
+    try:
+        adv = _Advanced(a, parsed, check_host=False)
+    except IndexError as exc:  # an index array into an empty axis
+        raise ValueError(f"[scatter] {exc}") from None
+    target = _fit(v, adv.final_shape, s)
+    gshape = adv.gathered_shape()
+    pos = {g: j for j, g in enumerate(adv.final) if g >= 0}
+    terms = tuple(((pos[g], 1),) for g in range(len(gshape)))
+    upd = view(target, ViewSpec(gshape, (0,) * target.ndim, terms), "setitem", s)
+    idx = _cast_indices(adv.arrays, s)
+    return make(P.Scatter(adv.spec, adv.axes, adv.bshape, op), (a, upd, *idx), shape,
+                a._dtype, s)
+
+
+class ArrayAt:
+    """``x.at[idx]``: updates at indices that combine for duplicate positions
+    (``x.at[idx].add(v)`` adds twice where idx repeats a position, unlike ``x[idx] += v``).
+    Each method returns a new array; ``x`` is unchanged."""
+
+    __slots__ = ("_x", "_index", "_set")
+
+    def __init__(self, x: array) -> None:
+        self._x = x
+        self._index: Any = None
+        self._set = False
+
+    def __getitem__(self, index: Any) -> ArrayAt:
+        out = ArrayAt(self._x)
+        out._index = index
+        out._set = True
+        return out
+
+    def _apply(self, value: Any, name: str) -> array:
+        if not self._set:
+            raise ValueError("Must give indices to array.at (e.g. `x.at[0].add(4)`).")
+        return _at_update(self._x, self._index, value, name)
+
+    def add(self, value: Any) -> array:
+        """x with ``value`` added at the indices (duplicates add once each)."""
+        return self._apply(value, "add")
+
+    def subtract(self, value: Any) -> array:
+        """x with ``value`` subtracted at the indices."""
+        return self._apply(value, "subtract")
+
+    def multiply(self, value: Any) -> array:
+        """x multiplied by ``value`` at the indices."""
+        return self._apply(value, "multiply")
+
+    def divide(self, value: Any) -> array:
+        """x multiplied by 1 / ``value`` (in x's dtype) at the indices, as MLX computes it."""
+        return self._apply(value, "divide")
+
+    def maximum(self, value: Any) -> array:
+        """The maximum of x and ``value`` at the indices."""
+        return self._apply(value, "maximum")
+
+    def minimum(self, value: Any) -> array:
+        """The minimum of x and ``value`` at the indices."""
+        return self._apply(value, "minimum")

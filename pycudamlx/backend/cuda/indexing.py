@@ -219,9 +219,10 @@ def _index_dtype(ops: Sequence[IndexOperand]) -> str:
 
 
 def gather(src: Any, out: Any, strides: Sequence[int], ops: Sequence[IndexOperand],
-           stream: CudaStream) -> None:
+           stream: CudaStream, *, fill: bool = False) -> None:
     """out (contiguous) = src at strided offset ``strides`` over out's shape plus each index
-    array's value (wrapped, clamped) times its axis stride."""
+    array's value (wrapped, then clamped; with ``fill``, 0 where an index is out of range)
+    times its axis stride."""
     n = _size(out.shape)
     if n == 0:
         return
@@ -244,23 +245,60 @@ def gather(src: Any, out: Any, strides: Sequence[int], ops: Sequence[IndexOperan
                                 [p + o * isz for p, o in zip(iptrs, offs[2:])], ops)
         mod[f"gather<{t}, {x}, {'int32_t' if fits else 'int64_t'}>"](
             grid_for(m, BLOCK, stream.device), BLOCK, stream, sp + offs[0] * src.dtype.size,
-            op_ + lin * out.dtype.size, m, args)
+            op_ + lin * out.dtype.size, m, args, 1 if fill else 0)
+    _record_write(out, stream)
+
+
+def take(src: Any, idx: Any, out: Any, outer: int, size: int, inner: int,
+         stream: CudaStream) -> None:
+    """out[o, k, r] = src[o, idx[k], r] (0 where idx[k], wrapped once, is out of [0, size)),
+    for a row-contiguous ``src`` viewed as [outer][size][inner], a contiguous int32/int64
+    ``idx`` and a contiguous ``out`` [outer][idx.size][inner]. Never reads outside src."""
+    nidx = _size(idx.shape)
+    total = outer * nidx * inner
+    if total == 0:
+        return
+    mod = _module(registry.gather_module, (src.dtype.name, idx.dtype.name), stream.device)
+    t, x = src.dtype.c_type, idx.dtype.c_type
+    sp, ip, op_ = _ptr(src), _ptr(idx), _ptr(out)
+    tsz, isz = src.dtype.size, idx.dtype.size
+    if outer == 1 and inner == 1:
+        v = 4 if (ip % (4 * isz) == 0 and op_ % (4 * tsz) == 0) else 1
+        threads = (nidx + v - 1) // v
+        blocks = max(1, min((threads + BLOCK - 1) // BLOCK, 2**31 - 1))
+        mod[f"take_flat<{t}, {x}, {v}>"](blocks, BLOCK, stream, sp, ip, op_, nidx, size)
+    else:
+        w = registry.take_vector_width(src.dtype.name)
+        pack = w * tsz
+        if not (inner % w == 0 and sp % pack == 0 and op_ % pack == 0):
+            w = 1
+        packs = total // w
+        i = "int32_t" if packs <= _INT32_MAX and outer * size * (inner // w) <= _INT32_MAX \
+            else "int64_t"
+        mod[f"take_rows<{t}, {x}, {i}, {w}>"](grid_for(packs, BLOCK, stream.device), BLOCK,
+                                               stream, sp, ip, op_, packs, nidx, size,
+                                               inner // w)
     _record_write(out, stream)
 
 
 def scatter(upd: Any, dst: Any, shape: Sequence[int], dst_strides: Sequence[int],
             upd_strides: Sequence[int], ops: Sequence[IndexOperand], stream: CudaStream, *,
-            skip: bool, unique: bool) -> None:
+            skip: bool, unique: bool, op: str = "set") -> None:
     """For each element of the iteration ``shape``: dst[strided offset + index terms] =
     upd[strided offset]. ``skip``: elements with an index out of range are not written (else
     indices clamp). Unless ``unique``, duplicate destinations take the last update (in
     row-major order of the iteration), through a winner array with one entry per element of
-    dst's buffer (so flipped destination views index it in range too)."""
+    dst's buffer (so flipped destination views index it in range too). ``op`` "add", "prod",
+    "max" or "min" combines each update into dst atomically instead (duplicates combine;
+    out-of-range elements are skipped); ``ops`` may then be empty (a basic-index view)."""
     n = _size(shape)
     if n == 0:
         return
     if len(ops) > _MAX_INDEX:
         raise ValueError(f"at most {_MAX_INDEX} index arrays per scatter, got {len(ops)}")
+    if op != "set":
+        _scatter_reduce(upd, dst, shape, dst_strides, upd_strides, ops, stream, op)
+        return
     idx_name = _index_dtype(ops)
     mod = _module(registry.scatter_module, (dst.dtype.name, idx_name), stream.device)
     kernels = mod.kernel_list
@@ -313,6 +351,31 @@ def scatter(upd: Any, dst: Any, shape: Sequence[int], dst_strides: Sequence[int]
     _record_write(dst, stream)
 
 
+def _scatter_reduce(upd: Any, dst: Any, shape: Sequence[int], dst_strides: Sequence[int],
+                    upd_strides: Sequence[int], ops: Sequence[IndexOperand],
+                    stream: CudaStream, op: str) -> None:
+    idx_name = _index_dtype(ops) if ops else "int32"
+    mod = _module(registry.scatter_module, (dst.dtype.name, idx_name), stream.device)
+    t, x = dst.dtype.c_type, registry._ctype(idx_name)
+    functor = registry.SCATTER_OPS[op]
+    all_strides = [list(dst_strides), list(upd_strides)] + [o.strides for o in ops]
+    cshape, sts = collapse(shape, all_strides)
+    if not cshape:
+        cshape, sts = [1], [[0] for _ in sts]
+    dp, up = _ptr(dst), _ptr(upd)
+    iptrs = [_ptr(o.view) for o in ops]
+    isz = ops[0].view.dtype.size if ops else 4
+    for sub, (d_st, u_st, *i_sts), offs, _ in _chunks(cshape, sts):
+        m = _size(sub)
+        i = "int32_t" if _fits_int32(m, sub, [d_st, u_st] + i_sts) else "int64_t"
+        args = _pack_index_args(sub, d_st, u_st, i_sts,
+                                [p + o * isz for p, o in zip(iptrs, offs[2:])], ops)
+        mod[f"scatter_reduce<{t}, {x}, {i}, {functor}>"](
+            grid_for(m, BLOCK, stream.device), BLOCK, stream, up + offs[1] * upd.dtype.size,
+            dp + offs[0] * dst.dtype.size, m, args)
+    _record_write(dst, stream)
+
+
 def _memory_kind(device: CudaDevice) -> str:
     from .array import memory_kind
 
@@ -320,4 +383,4 @@ def _memory_kind(device: CudaDevice) -> str:
 
 
 __all__ = ["arange", "linspace", "tri_mask", "tri_select", "fill_strided", "window", "diag_sum",
-           "IndexOperand", "gather", "scatter", "WINDOWS"]
+           "IndexOperand", "gather", "take", "scatter", "WINDOWS"]

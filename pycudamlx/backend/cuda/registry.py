@@ -282,26 +282,43 @@ def trace_dtype(dtype: str) -> str:
             "uint16": "uint32"}.get(dtype, dtype)
 
 
+def take_vector_width(dtype: str) -> int:
+    """Elements per 16-byte pack in the take_rows kernels (the other variant moves 1)."""
+    return vector_width(dtype)
+
+
 @functools.lru_cache(maxsize=None)
 def gather_module(dtype: str, index: str) -> ModuleSpec:
-    """Gathers of ``dtype`` elements with ``index`` (int32/int64) index arrays: int32 and int64
-    index math."""
+    """Gathers of ``dtype`` elements with ``index`` (int32/int64) index arrays: the strided
+    gather (int32 and int64 index math; clamp or fill mode), and the contiguous take kernels
+    (take_flat with 4 and 1 indices per vector step, take_rows with 16-byte and 1-element
+    packs, int32 and int64 index math)."""
     t, x = _ctype(dtype), _ctype(index)
     args = f"bytes:{INDEX_ARGS_BYTES}"
-    kernels = tuple(KernelSpec(f"gather<{t}, {x}, {i}>", ("ptr", "ptr", "i64", args))
+    kernels = tuple(KernelSpec(f"gather<{t}, {x}, {i}>", ("ptr", "ptr", "i64", args, "i32"))
                     for i in ("int32_t", "int64_t"))
+    kernels += tuple(KernelSpec(f"take_flat<{t}, {x}, {v}>", ("ptr", "ptr", "ptr", "i64", "i64"))
+                     for v in (4, 1))
+    w = take_vector_width(dtype)
+    kernels += tuple(KernelSpec(f"take_rows<{t}, {x}, {i}, {v}>",
+                                ("ptr", "ptr", "ptr", "i64", "i64", "i64", "i64"))
+                     for i in ("int32_t", "int64_t") for v in (w, 1))
     return ModuleSpec(f"gather.{dtype}.{index}", "gather", _program("gather.cu"), kernels,
                       tuple(sorted({dtype, index})))
 
 
 #: (index math, winner type) of the scatter kernels, in their order in scatter_module.
 SCATTER_VARIANTS: tuple[tuple[str, str], ...] = (("int32_t", "uint32_t"), ("int64_t", "uint64_t"))
+#: The combining scatters (x.at[idx].add/...): op name -> functor in gather.cu.
+SCATTER_OPS: dict[str, str] = {"add": "ScatterAdd", "prod": "ScatterProd", "max": "ScatterMax",
+                               "min": "ScatterMin"}
 
 
 @functools.lru_cache(maxsize=None)
 def scatter_module(dtype: str, index: str) -> ModuleSpec:
-    """Scatters (setitem with index arrays, slice_update with array starts): scatter_claim then
-    scatter_write for each of SCATTER_VARIANTS."""
+    """Scatters (setitem with index arrays, slice_update with array starts, put_along_axis):
+    scatter_claim then scatter_write for each of SCATTER_VARIANTS; then the combining
+    scatter_reduce kernels, per op of SCATTER_OPS, int32 and int64 index math."""
     t, x = _ctype(dtype), _ctype(index)
     args = f"bytes:{INDEX_ARGS_BYTES}"
     kernels = tuple(KernelSpec(f"scatter_claim<{x}, {i}, {w}>", ("ptr", "i64", args, "i32"))
@@ -309,6 +326,9 @@ def scatter_module(dtype: str, index: str) -> ModuleSpec:
     kernels += tuple(KernelSpec(f"scatter_write<{t}, {x}, {i}, {w}>",
                                 ("ptr", "ptr", "ptr", "i64", args, "i32"))
                      for i, w in SCATTER_VARIANTS)
+    kernels += tuple(KernelSpec(f"scatter_reduce<{t}, {x}, {i}, {f}>",
+                                ("ptr", "ptr", "i64", args))
+                     for f in SCATTER_OPS.values() for i, _ in SCATTER_VARIANTS)
     return ModuleSpec(f"scatter.{dtype}.{index}", "scatter", _program("gather.cu"), kernels,
                       tuple(sorted({dtype, index})))
 

@@ -423,11 +423,20 @@ class GatherMaps(Primitive):
 
 
 def wrap_clip(idx: np.ndarray, size: int) -> np.ndarray:
-    """Indices with negatives wrapped once and the rest clamped to [0, size - 1] (the GPU
-    gather's rule for indices it cannot check on the host)."""
+    """Indices with negatives wrapped once and the rest clamped to [0, size - 1] (the dynamic
+    slices' rule)."""
     idx = idx.astype(np.int64)
     idx = np.where(idx < 0, idx + size, idx)
     return np.clip(idx, 0, max(size - 1, 0))
+
+
+def wrap_valid(idx: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(indices with negatives wrapped once and out-of-range ones set to 0, in-range mask): the
+    gathers' rule (an out-of-range index reads 0) and the scatters' (it is skipped)."""
+    idx = idx.astype(np.int64)
+    idx = np.where(idx < 0, idx + size, idx)
+    valid = (idx >= 0) & (idx < size)
+    return np.where(valid, idx, 0), valid
 
 
 def _bcast_strides(x: Any, shape: Sequence[int]) -> list[int]:
@@ -437,11 +446,18 @@ def _bcast_strides(x: Any, shape: Sequence[int]) -> list[int]:
                          for e, s, t in zip(x.shape, x.strides, shape[lead:])]
 
 
+def _zero_invalid(out: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    if not valid.all():
+        out = np.array(out, copy=True)
+        out[~np.broadcast_to(valid, out.shape)] = 0
+    return out
+
+
 class Gather(Primitive):
     """out[b..., r...] = src[..., idx_k[b] at axes[k], ..., r at the other axes]: integer-array
     indexing with every index array first (the caller transposes the result into place).
     Inputs: src, then one integer array per axis (int32 or int64, broadcast to ``bshape``).
-    Out-of-range indices wrap once (negative) and then clamp (never read out of bounds)."""
+    Negative indices wrap once; an index still out of range reads 0 (never out of bounds)."""
 
     __slots__ = ("axes", "bshape")
     name = "gather"
@@ -455,61 +471,236 @@ class Gather(Primitive):
         src = inputs[0]
         k = len(self.axes)
         src_t = np.moveaxis(src, self.axes, range(k))
-        idx = tuple(np.broadcast_to(wrap_clip(i, src.shape[ax]), self.bshape)
-                    for i, ax in zip(inputs[1:], self.axes))
-        return [src_t[idx]]
+        valid = np.ones(self.bshape, bool)
+        idx = []
+        for i, ax in zip(inputs[1:], self.axes):
+            v, ok = wrap_valid(np.broadcast_to(i, self.bshape), src.shape[ax])
+            valid &= ok
+            idx.append(v)
+        if src.size == 0:
+            return [np.zeros(outs[0][0], src.dtype)]
+        out = src_t[tuple(idx)]
+        mask = valid.reshape(valid.shape + (1,) * (out.ndim - valid.ndim))
+        return [_zero_invalid(out, mask)]
 
     def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
         gpu_array, _, indexing = _cuda()
         src = inputs[0]
         shape, dtype = outs[0]
         out = gpu_array.empty(shape, dtype, stream)
+        if len(self.axes) == 1 and self.axes[0] == 0:
+            idx = inputs[1]
+            if _take_fast(indexing, src, idx, out, 0, stream):
+                return [out]
         nb = len(self.bshape)
         rest = [d for d in range(len(src.shape)) if d not in self.axes]
         strides = [0] * nb + [src.strides[d] for d in rest]
         ops = [indexing.IndexOperand(i, _bcast_strides(i, self.bshape) + [0] * len(rest),
                                      src.strides[ax], src.shape[ax], src.shape[ax] - 1)
                for i, ax in zip(inputs[1:], self.axes)]
-        indexing.gather(src, out, strides, ops, stream)
+        indexing.gather(src, out, strides, ops, stream, fill=True)
         return [out]
 
 
+def _take_fast(indexing: Any, src: Any, idx: Any, out: Any, axis: int, stream: Any) -> bool:
+    """The contiguous take kernels for a row-contiguous src and a contiguous index array
+    (out: [outer][idx...][inner]); False when the layout needs the strided gather."""
+    if not (_is_row_contiguous(src.shape, src.strides)
+            and _is_row_contiguous(idx.shape, idx.strides)):
+        return False
+    outer = _size(src.shape[:axis])
+    inner = _size(src.shape[axis + 1:])
+    indexing.take(src, idx, out, outer, src.shape[axis], inner, stream)
+    return True
+
+
+class Take(Primitive):
+    """mx.take along ``axis``: out = src.shape[:axis] + idx.shape + src.shape[axis + 1:].
+    Negative indices wrap once; an index still out of range reads 0 (MLX reads out of
+    bounds there). Inputs: src, idx (int32 or int64)."""
+
+    __slots__ = ("axis",)
+    name = "take"
+    gpu_kernel = True
+
+    def __init__(self, axis: int) -> None:
+        self.axis = axis
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        src, idx = inputs
+        ax = self.axis
+        v, valid = wrap_valid(idx, src.shape[ax])
+        if src.size == 0:
+            return [np.zeros(outs[0][0], src.dtype)]
+        out = np.take(src, v, axis=ax)
+        mask = valid.reshape((1,) * ax + valid.shape + (1,) * (src.ndim - ax - 1))
+        return [np.ascontiguousarray(_zero_invalid(out, mask))]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, _, indexing = _cuda()
+        src, idx = inputs
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        if _take_fast(indexing, src, idx, out, self.axis, stream):
+            return [out]
+        ax, ni = self.axis, len(idx.shape)
+        strides = list(src.strides[:ax]) + [0] * ni + list(src.strides[ax + 1:])
+        istr = [0] * ax + list(idx.strides) + [0] * (len(src.shape) - ax - 1)
+        op = indexing.IndexOperand(idx, istr, src.strides[ax], src.shape[ax], src.shape[ax] - 1)
+        indexing.gather(src, out, strides, [op], stream, fill=True)
+        return [out]
+
+
+class GatherAxis(Primitive):
+    """take_along_axis: out[..., j, ...] = src[..., idx[..., j, ...], ...] along ``axis``, with
+    src and idx broadcast against each other except along the axis (the caller broadcasts
+    them to the output's shape there). Out-of-range indices read 0."""
+
+    __slots__ = ("axis",)
+    name = "take_along_axis"
+    gpu_kernel = True
+
+    def __init__(self, axis: int) -> None:
+        self.axis = axis
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        src, idx = inputs
+        shape = outs[0][0]
+        ax = self.axis
+        v, valid = wrap_valid(np.broadcast_to(idx, shape), src.shape[ax])
+        if src.size == 0:
+            return [np.zeros(shape, src.dtype)]
+        bshape = list(shape)
+        bshape[ax] = src.shape[ax]
+        out = np.take_along_axis(np.broadcast_to(src, bshape), v, axis=ax)
+        return [np.ascontiguousarray(_zero_invalid(out, valid))]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, _, indexing = _cuda()
+        src, idx = inputs
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        ax = self.axis
+        strides = list(src.strides)
+        strides[ax] = 0
+        op = indexing.IndexOperand(idx, list(idx.strides), src.strides[ax], src.shape[ax],
+                                   src.shape[ax] - 1)
+        indexing.gather(src, out, strides, [op], stream, fill=True)
+        return [out]
+
+
+class ScatterAxis(Primitive):
+    """put_along_axis: a copy of ``a`` with out[..., idx[..., j, ...], ...] = upd[..., j, ...]
+    along ``axis`` (idx and upd already broadcast to one shape that matches a's except along
+    the axis). Duplicates: the last update wins; out-of-range indices are skipped."""
+
+    __slots__ = ("axis",)
+    name = "put_along_axis"
+    gpu_kernel = True
+
+    def __init__(self, axis: int) -> None:
+        self.axis = axis
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        a, idx, upd = inputs
+        out = np.array(a, order="C", copy=True)
+        ax = self.axis
+        v, valid = wrap_valid(idx, out.shape[ax])
+        grids = list(np.indices(idx.shape, sparse=True))
+        grids[ax] = v
+        full = [np.broadcast_to(g, idx.shape)[valid] for g in grids]
+        out[tuple(full)] = np.broadcast_to(upd, idx.shape)[valid]
+        return [out]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        _, _, indexing = _cuda()
+        a, idx, upd = inputs
+        out = gpu_contiguous_copy(a, a.dtype, stream)
+        ax = self.axis
+        shape = tuple(idx.shape)
+        dst_strides = list(out.strides)
+        dst_strides[ax] = 0
+        op = indexing.IndexOperand(idx, list(idx.strides), out.strides[ax], out.shape[ax],
+                                   out.shape[ax] - 1)
+        indexing.scatter(upd, out, shape, dst_strides, list(upd.strides), [op], stream,
+                         skip=True, unique=False)
+        return [out]
+
+
+def _combine_sequential(dst_t: np.ndarray, idx: list[np.ndarray], rows: np.ndarray,
+                        op: str) -> None:
+    """MLX's CPU scatter_max/min applied update by update (NaNs, complex): max keeps the
+    current value only where it is strictly greater, min only where strictly smaller."""
+    for j in range(rows.shape[0]):
+        pos = tuple(v[j] for v in idx)
+        cur = dst_t[pos]
+        u = rows[j]
+        keep = (u < cur) if op == "max" else (cur < u)
+        dst_t[pos] = np.where(keep, cur, u)
+
+
+_UFUNCS = {"add": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
 class Scatter(Primitive):
-    """A copy of ``a`` with ``upd`` written at integer-array positions (a[idx] = v).
+    """A copy of ``a`` with ``upd`` written at integer-array positions (a[idx] = v), or combined
+    into them (``op`` "add", "prod", "max", "min": x.at[idx].add(v), ...).
 
     Inputs: a, upd (already a.dtype, shaped bshape + the remaining dims of the destination
-    view), one integer array per axis. ``dst`` is the basic-indexing view (slices, integers) of
-    the destination inside a's shape; ``axes`` are dimensions of that view. Duplicate positions:
-    the last update wins (MLX's CPU result). Out-of-range indices are skipped."""
+    view), one integer array per axis (none: the whole view, for x.at[1:3].add(v)). ``dst`` is
+    the basic-indexing view (slices, integers) of the destination inside a's shape; ``axes``
+    are dimensions of that view. Duplicate positions: the last update wins (MLX's CPU result),
+    or the updates combine. Out-of-range indices are skipped."""
 
-    __slots__ = ("dst", "axes", "bshape")
+    __slots__ = ("dst", "axes", "bshape", "op")
     name = "scatter"
     gpu_kernel = True
 
-    def __init__(self, dst: ViewSpec, axes: Sequence[int], bshape: Shape) -> None:
+    def __init__(self, dst: ViewSpec, axes: Sequence[int], bshape: Shape,
+                 op: str = "set") -> None:
         self.dst = dst
         self.axes = tuple(axes)
         self.bshape = bshape
+        self.op = op
 
     def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
         a, upd = inputs[0], inputs[1]
         out = np.array(a, order="C", copy=True)
+        if out.size == 0:
+            return [out]
         dst = self.dst.numpy(out, writeable=True)
         k = len(self.axes)
         dst_t = np.moveaxis(dst, self.axes, range(k))
         idx = []
         valid = np.ones(self.bshape, bool)
         for i, ax in zip(inputs[2:], self.axes):
-            size = dst.shape[ax]
-            v = np.broadcast_to(i.astype(np.int64), self.bshape)
-            v = np.where(v < 0, v + size, v)
-            valid &= (v >= 0) & (v < size)
+            v, ok = wrap_valid(np.broadcast_to(i, self.bshape), dst.shape[ax])
+            valid &= ok
             idx.append(v)
         nb = _size(self.bshape)
         rows = np.broadcast_to(upd, tuple(self.bshape) + dst_t.shape[k:]).reshape(
             (nb,) + dst_t.shape[k:])
         keep = valid.reshape(-1)
-        dst_t[tuple(v.reshape(-1)[keep] for v in idx)] = rows[keep]
+        flat = [v.reshape(-1)[keep] for v in idx]
+        rows = rows[keep]
+        op = self.op
+        if op == "set":
+            dst_t[tuple(flat)] = rows
+            return [out]
+        if k == 0:  # the whole view, once
+            flat_t = dst_t.reshape((1,) + dst_t.shape)
+            target, pos = flat_t, (np.zeros(rows.shape[0], np.int64),)
+        else:
+            target, pos = dst_t, tuple(flat)
+        floating = out.dtype.kind == "f" or out.dtype == dt.bfloat16.np_dtype
+        if op in ("max", "min") and (out.dtype.kind == "c" or (
+                floating and (np.isnan(rows).any() or np.isnan(dst_t).any()))):
+            _combine_sequential(target, list(pos), rows, op)
+        else:
+            with np.errstate(all="ignore"):
+                _UFUNCS[op].at(target, pos, rows)
+        if k == 0:
+            dst_t[...] = target[0]
         return [out]
 
     def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
@@ -525,7 +716,7 @@ class Scatter(Primitive):
                                      dst.strides[ax], dst.shape[ax], dst.shape[ax] - 1)
                for i, ax in zip(inputs[2:], self.axes)]
         indexing.scatter(upd, dst, shape, dst_strides, _bcast_strides(upd, shape), ops, stream,
-                         skip=True, unique=False)
+                         skip=True, unique=False, op=self.op)
         return [out]
 
 
