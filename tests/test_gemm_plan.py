@@ -182,5 +182,5 @@ def test_cublas_binding_loads_when_installed():
     v = cublas.version()
     assert v and v.split(".")[0].isdigit()
     for sym in ("cublasCreate_v2", "cublasSetStream_v2", "cublasSetWorkspace_v2",
-                "cublasGemmStridedBatchedEx"):
+                "cublasGemmStridedBatchedEx", "cublasGemmEx"):
         assert hasattr(cublas.library(), sym)

@@ -88,8 +88,15 @@ def _bind(lib: Any) -> None:
         vp, c_int, c_int, c_ll,
         vp, vp, c_int, c_int, c_ll,
         c_int, c_int, c_int]
+    lib.cublasGemmEx.argtypes = [
+        vp, c_int, c_int, c_int, c_int, c_int, vp,
+        vp, c_int, c_int,
+        vp, c_int, c_int,
+        vp, vp, c_int, c_int,
+        c_int, c_int]
     for fn in ("cublasCreate_v2", "cublasDestroy_v2", "cublasSetStream_v2",
-               "cublasSetWorkspace_v2", "cublasGetProperty", "cublasGemmStridedBatchedEx"):
+               "cublasSetWorkspace_v2", "cublasGetProperty", "cublasGemmStridedBatchedEx",
+               "cublasGemmEx"):
         getattr(lib, fn).restype = c_int
 
 
@@ -216,6 +223,11 @@ def gemm_strided_batched(stream: Any, dtype_name: str, trans_a: int, trans_b: in
             h.stream = sh
         pa = _set(h.alpha[kind], kind, alpha)
         pb = _set(h.beta[kind], kind, beta)
+        if batch == 1:  # plain GEMM: the entry point torch's mm takes, same heuristics
+            _check(lib.cublasGemmEx(
+                h.ptr, trans_a, trans_b, m, n, k, pa, a, data_type, lda, b, data_type, ldb,
+                pb, c, data_type, ldc, compute, GEMM_DEFAULT), "cublasGemmEx")
+            return
         _check(lib.cublasGemmStridedBatchedEx(
             h.ptr, trans_a, trans_b, m, n, k, pa,
             a, data_type, lda, stride_a,

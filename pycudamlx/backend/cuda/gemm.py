@@ -31,6 +31,9 @@ _MAX_GRID_YZ = 65535
 TILE = 64
 _INT32_MAX = 2**31 - 1
 
+#: Tests set this to run the FMA kernel where the tensor-core one would be picked.
+FORCE_FMA = False
+
 _plans: dict[tuple, tuple] = {}
 _MAX_PLANS = 4096
 
@@ -83,8 +86,9 @@ def matmul(a: Any, b: Any, c: Any | None, shape: tuple[int, ...], dtype: dt.Dtyp
 
 
 def run(a: Any, b: Any, out: Any, alpha: float, beta: float, stream: CudaStream,
-        force_fallback: bool = False) -> None:
-    """out = alpha * a @ b + beta * out, over out's batch (a and b broadcast to it)."""
+        force_fallback: bool = False, force_fma: bool = False) -> None:
+    """out = alpha * a @ b + beta * out, over out's batch (a and b broadcast to it).
+    ``force_fallback`` skips cuBLAS, ``force_fma`` the tensor-core kernel (tests)."""
     shape = out.shape
     batch = shape[:-2]
     m, n = shape[-2], shape[-1]
@@ -123,7 +127,7 @@ def run(a: Any, b: Any, out: Any, alpha: float, beta: float, stream: CudaStream,
                          bsa[-1], bsb[-1], inner, alpha, beta, stream)
         else:
             _fallback_call(a, b, out.dtype, pa + oa * isz, pb + ob * isz, pc + oc * isz, m, n,
-                           k, bsa[-1], bsb[-1], inner, alpha, beta, stream)
+                           k, bsa[-1], bsb[-1], inner, alpha, beta, stream, force_fma)
     _record_write(out, stream)
 
 
@@ -161,6 +165,7 @@ def _cublas_call(a: Any, b: Any, dtype: dt.Dtype, pa: int, pb: int, pc: int, m: 
 def _fallback_kernel(dtype: dt.Dtype, stream: CudaStream, force_fma: bool = False) -> Any:
     name = _ALIAS.get(dtype.name, dtype.name)
     device = stream.device
+    force_fma = force_fma or FORCE_FMA
     key = (name, device.index, force_fma, name == "float32" and cublas.tf32_enabled())
     plan = _plans.get(key)
     if plan is None:
