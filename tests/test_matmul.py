@@ -361,6 +361,27 @@ def test_einsum_errors(eq, shapes):
     assert g == w
 
 
+def test_einsum_bad_operands_as_mlx():
+    with pytest.raises(RuntimeError, match="bad_cast"):
+        mx.einsum("ij->i", np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match=r"\[einsum\] At least one operand is required."):
+        mx.einsum("->")
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        mx.addmm(mx.ones((2, 2)), mx.ones((2, 2)), mx.ones((2, 2)), alpha="a")
+
+
+@pytest.mark.parametrize("eq,shapes,dtype", [("i,j->", [(2,), (3,)], "int32"),
+                                              ("ij->i", [(2, 3)], "int8"),
+                                              ("i,i->i", [(3,), (3,)], "bool_"),
+                                              ("i->", [(4,)], "uint8")])
+def test_einsum_integer_sums_vs_mlx(eq, shapes, dtype):
+    xs = [rng.integers(0, 2 if dtype == "bool_" else 50, s) for s in shapes]
+    got = mx.einsum(eq, *[mx.array(x).astype(getattr(mx, dtype)) for x in xs])
+    want = mlx.einsum(eq, *[mlx.array(x).astype(getattr(mlx, dtype)) for x in xs])
+    assert got.dtype.name == str(want.dtype).split(".")[-1]
+    np.testing.assert_array_equal(np.array(got), np.array(want))
+
+
 def test_einsum_output_letter_missing():
     with pytest.raises(ValueError, match="does not appear"):
         mx.einsum("ij->k", mx.ones((2, 3)))

@@ -128,6 +128,9 @@ def addmm(c: array, a: array, b: array, /, alpha: float = 1.0, beta: float = 1.0
                          f"{c._dtype.name}, {a._dtype.name} and {b._dtype.name} were provided "
                          f"which results in {dtype.name}, which is not a real floating point "
                          "type.")
+    for v in (alpha, beta):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise dt._incompatible_arguments(_SIG["addmm"], c, a, b, alpha, beta)
     alpha, beta = float(alpha), float(beta)
     s = dev.resolve_stream(stream)
     a, b, a1, b1, batch = _mm_shapes("addmm", a, b)
@@ -268,10 +271,11 @@ def _parse_einsum(subscripts: str, operands: Sequence[Any]
     size, and the equation as written with an explicit output (for einsum_path's text)."""
     if not isinstance(subscripts, str):
         raise TypeError("einsum(): incompatible function arguments: subscripts must be a str")
+    if not operands:
+        raise ValueError("[einsum] At least one operand is required.")
     for x in operands:
-        if not isinstance(x, array):
-            raise TypeError("einsum(): incompatible function arguments: operands must be "
-                            f"mlx.core.array, got {type(x).__name__}")
+        if not isinstance(x, array):  # MLX: RuntimeError std::bad_cast
+            raise dt._bad_cast(f"einsum operands must be arrays, got {type(x).__name__}")
     eq = subscripts.replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
     ins = lhs.split(",")

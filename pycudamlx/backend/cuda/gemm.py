@@ -70,6 +70,7 @@ def _layout(rows: int, cols: int, srow: int, scol: int) -> tuple[int, int] | Non
 def _contiguous(x: Any, stream: CudaStream) -> Any:
     out = gpu_array.empty(x.shape, x.dtype, stream)
     elementwise.copy(x, out, stream)
+    out.buffer.last_use = stream  # a temporary: freed in stream order, after the GEMM
     return out
 
 
