@@ -35,6 +35,7 @@ _INT32_MAX = 2**31 - 1
 FORCE_FMA = False
 
 _plans: dict[tuple, tuple] = {}
+_kernels: dict[tuple, tuple] = {}
 _MAX_PLANS = 4096
 
 
@@ -43,12 +44,13 @@ def use_cublas(dtype: dt.Dtype) -> bool:
     return dtype.name in cublas.DTYPES and cublas.available()
 
 
-def _batch_view(x: Any, batch: tuple[int, ...]) -> tuple[int, ...]:
-    """x's strides over the output's batch dimensions (0 where x broadcasts)."""
-    nb = len(x.shape) - 2
+def _batch_strides(xshape: tuple[int, ...], xstrides: tuple[int, ...], batch: tuple[int, ...]
+                   ) -> tuple[int, ...]:
+    """An operand's strides over the output's batch dimensions (0 where it broadcasts)."""
+    nb = len(xshape) - 2
     lead = len(batch) - nb
     out = [0] * lead
-    for e, s, t in zip(x.shape[:nb], x.strides[:nb], batch[lead:]):
+    for e, s, t in zip(xshape[:nb], xstrides[:nb], batch[lead:]):
         out.append(0 if (e == 1 and t != 1) else s)
     return tuple(out)
 
@@ -91,45 +93,66 @@ def run(a: Any, b: Any, out: Any, alpha: float, beta: float, stream: CudaStream,
     """out = alpha * a @ b + beta * out, over out's batch (a and b broadcast to it).
     ``force_fallback`` skips cuBLAS, ``force_fma`` the tensor-core kernel (tests)."""
     shape = out.shape
-    batch = shape[:-2]
     m, n = shape[-2], shape[-1]
     k = a.shape[-1]
-    if m * n == 0 or any(e == 0 for e in batch):
-        return
     if k == 0:  # the op functions never send this; keep the contract anyway
-        if beta == 0.0:
+        if beta == 0.0 and out.size:
             elementwise.fill(out, bytes(out.dtype.size), stream)
         return
-    cub = not force_fallback and use_cublas(out.dtype)
-    if cub:
-        if max(m, n, k) > _INT32_MAX:
-            cub = False
-        else:
-            if _layout(m, k, a.strides[-2], a.strides[-1]) is None:
-                a = _contiguous(a, stream)
-            if _layout(k, n, b.strides[-2], b.strides[-1]) is None:
-                b = _contiguous(b, stream)
-    sa = _batch_view(a, batch)
-    sb = _batch_view(b, batch)
-    sc = out.strides[:-2]
-    bshape, (bsa, bsb, bsc) = collapse(batch, (sa, sb, sc))
-    if not bshape:
-        bshape, bsa, bsb, bsc = [1], [0], [0], [m * n]
-    inner = bshape[-1]
-    outer = bshape[:-1]
+    cub = not force_fallback and use_cublas(out.dtype) and max(m, n, k) <= _INT32_MAX
+    key = (a.shape, a.strides, b.shape, b.strides, shape, out.strides, cub)
+    plan = _plans.get(key)
+    if plan is None:
+        if len(_plans) >= _MAX_PLANS:
+            _plans.clear()
+        plan = _plans[key] = _plan(a.shape, a.strides, b.shape, b.strides, shape, out.strides,
+                                   cub)
+    copy_a, copy_b, chunks, sa, sb, inner = plan
+    if inner == 0:
+        return  # an empty output
+    if copy_a:
+        a = _contiguous(a, stream)
+    if copy_b:
+        b = _contiguous(b, stream)
     pa, pb, pc = _ptr(a), _ptr(b), _ptr(out)
     isz = out.dtype.size
-    for idx in _outer_indices(outer):
-        oa = sum(i * s for i, s in zip(idx, bsa[:-1]))
-        ob = sum(i * s for i, s in zip(idx, bsb[:-1]))
-        oc = sum(i * s for i, s in zip(idx, bsc[:-1]))
+    for oa, ob, oc in chunks:
         if cub:
             _cublas_call(a, b, out.dtype, pa + oa * isz, pb + ob * isz, pc + oc * isz, m, n, k,
-                         bsa[-1], bsb[-1], inner, alpha, beta, stream)
+                         sa, sb, inner, alpha, beta, stream)
         else:
             _fallback_call(a, b, out.dtype, pa + oa * isz, pb + ob * isz, pc + oc * isz, m, n,
-                           k, bsa[-1], bsb[-1], inner, alpha, beta, stream, force_fma)
+                           k, sa, sb, inner, alpha, beta, stream, force_fma)
     _record_write(out, stream)
+
+
+def _plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[int, ...],
+          b_strides: tuple[int, ...], shape: tuple[int, ...], out_strides: tuple[int, ...],
+          cub: bool) -> tuple:
+    """What a GEMM of these layouts does, decided once: (copy a, copy b, per-launch element
+    offsets of a, b and out, a's and b's batch strides, batch entries per launch)."""
+    batch = shape[:-2]
+    m, n = shape[-2], shape[-1]
+    k = a_shape[-1]
+    if m * n == 0 or any(e == 0 for e in batch):
+        return False, False, (), 0, 0, 0
+    copy_a = copy_b = False
+    if cub:  # cuBLAS reads plain and transposed matrices in place; others are copied once
+        if _layout(m, k, a_strides[-2], a_strides[-1]) is None:
+            copy_a, a_strides = True, gpu_array.contiguous_strides(a_shape)
+        if _layout(k, n, b_strides[-2], b_strides[-1]) is None:
+            copy_b, b_strides = True, gpu_array.contiguous_strides(b_shape)
+    sa = _batch_strides(a_shape, a_strides, batch)
+    sb = _batch_strides(b_shape, b_strides, batch)
+    bshape, (bsa, bsb, bsc) = collapse(batch, (sa, sb, out_strides[:-2]))
+    if not bshape:
+        bshape, bsa, bsb, bsc = [1], [0], [0], [m * n]
+    chunks = []
+    for idx in _outer_indices(bshape[:-1]):
+        chunks.append((sum(i * s for i, s in zip(idx, bsa[:-1])),
+                       sum(i * s for i, s in zip(idx, bsb[:-1])),
+                       sum(i * s for i, s in zip(idx, bsc[:-1]))))
+    return copy_a, copy_b, tuple(chunks), bsa[-1], bsb[-1], bshape[-1]
 
 
 def _outer_indices(outer: Sequence[int]) -> Any:
@@ -168,14 +191,14 @@ def _fallback_kernel(dtype: dt.Dtype, stream: CudaStream, force_fma: bool = Fals
     device = stream.device
     force_fma = force_fma or FORCE_FMA
     key = (name, device.index, force_fma, name == "float32" and cublas.tf32_enabled())
-    plan = _plans.get(key)
+    plan = _kernels.get(key)
     if plan is None:
         mod = compiler.module_for(registry.gemm_module, (name,), device)
         mma = (not force_fma and len(mod.kernel_list) > 1
                and device.properties.compute_capability >= (8, 0)
                and (name != "float32" or cublas.tf32_enabled()))
         kernel = mod.kernel_list[1 if mma else 0]
-        plan = _plans[key] = (kernel, 128 if mma else 256)
+        plan = _kernels[key] = (kernel, 128 if mma else 256)
     return plan
 
 
