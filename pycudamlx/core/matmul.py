@@ -9,8 +9,6 @@ products accept them.
 
 from __future__ import annotations
 
-import itertools
-import math
 from typing import Any, Sequence
 
 import numpy as np

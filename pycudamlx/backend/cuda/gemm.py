@@ -17,12 +17,15 @@ Launch plans (what depends only on shapes, strides, dtype and the path) are cach
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Sequence
 
 from ... import dtypes as dt
 from . import array as gpu_array, compiler, cublas, elementwise, registry
 from .elementwise import _ptr, _record_write, collapse
 from .stream import CudaStream
+
+log = logging.getLogger(__name__)
 
 #: Integer dtypes computed by the same-width signed kernel (wrapping arithmetic: same bits).
 _ALIAS = {"uint32": "int32", "uint64": "int64"}
@@ -186,19 +189,55 @@ def _cublas_call(a: Any, b: Any, dtype: dt.Dtype, pa: int, pb: int, pc: int, m: 
             pc + start * m * n * isz, n, m * n, count)
 
 
+def _tensor_core_module(name: str, device: Any) -> Any | None:
+    """The gemm module with its tensor-core kernel built for this device (sm_80+), or None.
+
+    The loader prefers kernels_ptx/ over NVRTC, and the shipped PTX is built for compute_70,
+    where gemm_mma has no tensor-core code. When that is what got loaded, build the module for
+    the device with NVRTC once (it lands in the disk cache, so later processes load it from
+    there) and reload; without NVRTC the FMA kernel is used."""
+    mod = compiler.module_for(registry.gemm_module, (name,), device)
+    if mod.origin != "shipped":
+        return mod
+    from .nvrtc import NvrtcUnavailableError, get_nvrtc
+
+    try:
+        nv = get_nvrtc()
+    except NvrtcUnavailableError:
+        return None
+    spec = registry.gemm_module(name)
+    major, minor = device.properties.compute_capability
+    try:
+        compiler.warm(spec, major * 10 + minor, nv, compiler.kernel_cache())
+    except Exception as exc:  # NVRTC cannot target it, or the cache is unusable
+        log.info("tensor-core GEMM for %s unavailable (%s); using the FMA kernel", name, exc)
+        return None
+    with compiler._load_lock:  # forget the shipped image; the next load finds the cache entry
+        compiler._loaded.pop((device.index, spec.name), None)
+        compiler._by_builder.pop((registry.gemm_module, (name,), device.index), None)
+    mod = compiler.module_for(registry.gemm_module, (name,), device)
+    return mod if mod.origin != "shipped" else None
+
+
 def _fallback_kernel(dtype: dt.Dtype, stream: CudaStream, force_fma: bool = False) -> Any:
     name = _ALIAS.get(dtype.name, dtype.name)
     device = stream.device
     force_fma = force_fma or FORCE_FMA
-    key = (name, device.index, force_fma, name == "float32" and cublas.tf32_enabled())
+    tf32 = name == "float32" and cublas.tf32_enabled()
+    key = (name, device.index, force_fma, tf32)
     plan = _kernels.get(key)
     if plan is None:
-        mod = compiler.module_for(registry.gemm_module, (name,), device)
-        mma = (not force_fma and len(mod.kernel_list) > 1
-               and device.properties.compute_capability >= (8, 0)
-               and (name != "float32" or cublas.tf32_enabled()))
-        kernel = mod.kernel_list[1 if mma else 0]
-        plan = _kernels[key] = (kernel, 128 if mma else 256)
+        mod = None
+        if (not force_fma and name in ("float16", "bfloat16", "float32")
+                and (name != "float32" or tf32)
+                and device.properties.compute_capability >= (8, 0)):
+            mod = _tensor_core_module(name, device)
+        if mod is not None:
+            plan = (mod.kernel_list[1], 128)
+        else:
+            mod = compiler.module_for(registry.gemm_module, (name,), device)
+            plan = (mod.kernel_list[0], 256)
+        _kernels[key] = plan
     return plan
 
 

@@ -252,5 +252,28 @@ __global__ void __launch_bounds__(128) gemm_mma(const T* __restrict__ A, const T
       }
     }
   }
+#else
+  // Built for an architecture without these tensor cores (the shipped compute_70 PTX JIT-ed
+  // on a newer GPU): a plain, slow but correct product. The launcher does not pick this kernel
+  // from such a module; this only keeps a wrong pick from ever returning garbage.
+  typedef typename compute_type<T>::type Acc;
+  for (int64_t z = blockIdx.z; z < batch; z += gridDim.z) {
+    for (int64_t mt = blockIdx.y; mt * GEMM_BM < M; mt += gridDim.y) {
+      for (int64_t nt = blockIdx.x; nt * GEMM_BN < N; nt += gridDim.x) {
+        for (int e = threadIdx.x; e < GEMM_BM * GEMM_BN; e += blockDim.x) {
+          const int64_t gm = mt * GEMM_BM + e / GEMM_BN, gn = nt * GEMM_BN + e % GEMM_BN;
+          if (gm >= M || gn >= N) continue;
+          Acc acc = cast<Acc>(0);
+          for (int64_t kk = 0; kk < K; ++kk)
+            acc = acc + to_compute(A[z * sa + gm * sam + kk * sak]) *
+                            to_compute(B[z * sb + kk * sbk + gn * sbn]);
+          T* p = C + z * M * N + gm * N + gn;
+          Acc v = cast<Acc>(alpha) * acc;
+          if (beta != 0.0) v = v + cast<Acc>(beta) * to_compute(*p);
+          *p = cast<T>(v);
+        }
+      }
+    }
+  }
 #endif
 }
