@@ -322,6 +322,11 @@ EINSUM = [
     ("iJ,Jk->ik", [(2, 3), (3, 4)]), (",ij->ij", [(), (3, 4)]), ("iij->j", [(3, 3, 4)]),
     ("abc,cd,bd->a", [(2, 3, 4), (4, 5), (3, 5)]), ("i...->...", [(3, 2, 4)]),
     ("ij,kl->", [(2, 3), (4, 5)]), ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+    # paths where MLX's greedy differs from numpy's: outer products, memory limit, no sums
+    ("a,b,c,d,e->abcde", [(2,), (3,), (2,), (3,), (2,)]), ("i,j,k->ijk", [(4,), (3,), (2,)]),
+    ("ia,ib,ic,id->abcd", [(5, 2), (5, 3), (5, 4), (5, 2)]), ("ij,k,l->ijkl", [(2, 3), (4,), (5,)]),
+    ("ea,fb,abcd,gc,hd->efgh", [(3, 2), (4, 3), (2, 3, 4, 5), (2, 4), (3, 5)]),
+    ("ij,jk,ki->", [(3, 4), (4, 5), (5, 3)]), ("...a,...a->...", [(2, 3, 4), (4,)]),
 ]
 
 
@@ -339,6 +344,27 @@ def test_einsum_vs_mlx(eq, shapes):
     assert text == wtext
 
 
+def test_einsum_random_equations_vs_mlx():
+    """Random equations (1-5 operands, repeats, sums, outer products): MLX's path, its text
+    and its values."""
+    r = np.random.default_rng(5)
+    for _ in range(40):
+        sizes = {c: int(r.integers(1, 5)) for c in "abcde"}
+        ins = ["".join(r.choice(list("abcde"), int(r.integers(0, 4))))
+               for _ in range(int(r.integers(1, 6)))]
+        out = [c for c in sorted(set("".join(ins))) if r.random() < 0.4]
+        r.shuffle(out)
+        eq = ",".join(ins) + "->" + "".join(out)
+        xs = [r.standard_normal([sizes[c] for c in p]).astype(np.float32) for p in ins]
+        got = mx.einsum_path(eq, *[mx.array(x) for x in xs])
+        want = mlx.einsum_path(eq, *[mlx.array(x) for x in xs])
+        assert got[0] == [tuple(p) for p in want[0]], eq
+        assert got[1] == want[1], eq
+        np.testing.assert_allclose(np.array(mx.einsum(eq, *[mx.array(x) for x in xs])),
+                                   np.array(mlx.einsum(eq, *[mlx.array(x) for x in xs])),
+                                   rtol=1e-3, atol=1e-3, err_msg=eq)
+
+
 def test_einsum_integers_as_mlx():
     a = mx.ones((2, 3), mx.int32)
     assert mx.einsum("ij->i", a).tolist() == [3, 3]
@@ -353,7 +379,8 @@ def test_einsum_integers_as_mlx():
 
 @pytest.mark.parametrize("eq,shapes", [
     ("ij,jk->ik", [(2, 3), (4, 4)]), ("ij,jk->ik", [(2, 3)]), ("i1->i", [(2, 3)]),
-    ("ij->ii", [(2, 3)]), ("ijk,jk->ik", [(2, 3), (3, 4)]),
+    ("ij->ii", [(2, 3)]), ("ijk,jk->ik", [(2, 3), (3, 4)]), ("...i...->i", [(2, 3)]),
+    ("...ijk->i", [(2, 3)]), ("ii->i", [(3, 4)]),
 ])
 def test_einsum_errors(eq, shapes):
     g, w = _err(lambda: mx.einsum(eq, *[mx.ones(s) for s in shapes]),

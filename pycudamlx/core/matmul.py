@@ -9,6 +9,7 @@ products accept them.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Sequence
 
 import numpy as np
@@ -281,8 +282,12 @@ def _parse_einsum(subscripts: str, operands: Sequence[Any]
         raise ValueError(f"[einsum] Number of operands, {len(operands)}, does not match number "
                          f"of input subscripts, {len(ins)}")
     for part in ins + ([rhs] if arrow else []):
-        for ch in part.replace("...", ""):
+        rest = part.replace("...", "", 1)
+        for ch in rest:
             if ch not in _LETTERS:
+                if ch == "." and "..." in rest:
+                    raise ValueError("[einsum] Only one ellipsis per subscript is allowed but "
+                                     f"found more in '{part}'.")
                 raise ValueError(f"[einsum] Subscripts must be letters, but got '{ch}'.")
     used = set(eq)
     spare = [ch for ch in _LETTERS if ch not in used]
@@ -296,8 +301,10 @@ def _parse_einsum(subscripts: str, operands: Sequence[Any]
         if "..." in part:
             r = x.ndim - (len(part) - 3)
             if r < 0:
-                raise ValueError(f"[einsum] Invalid number of subscripts {len(part) - 3} for "
-                                 f"input {i} with {x.ndim} dimensions.")
+                raise ValueError(f"[einsum] Operand {i} with shape {fmt_shape(x._shape)} has "
+                                 f"insufficient dimensions for subscript '{part}'. The ellipsis "
+                                 f"requires at least {len(part) - 3} dimensions but the operand "
+                                 f"has {x.ndim} dimensions.")
             part = part.replace("...", ell[len(ell) - r:] if r else "")
         elif len(part) != x.ndim:
             raise ValueError(f"[einsum] Invalid number of subscripts {len(part)} for input {i} "
@@ -319,6 +326,12 @@ def _parse_einsum(subscripts: str, operands: Sequence[Any]
         out = ell + "".join(sorted(ch for ch, k in counts.items() if k == 1))
     sizes: dict[str, int] = {}
     for i, (part, x) in enumerate(zip(out_ins, operands)):
+        local: dict[str, int] = {}
+        for d, ch in enumerate(part):
+            e = x._shape[d]
+            if local.setdefault(ch, e) != e:
+                raise ValueError("[einsum] Dimensions of repeated subscripts do not have the "
+                                 f"same size ({local[ch]} != {e}).")
         for d, ch in enumerate(part):
             e = x._shape[d]
             have = sizes.get(ch)
@@ -332,16 +345,83 @@ def _parse_einsum(subscripts: str, operands: Sequence[Any]
 
 
 def _greedy_path(ins: list[str], out: str, sizes: dict[str, int]) -> list[tuple[int, ...]]:
-    """numpy's greedy contraction order (MLX follows it), computed by numpy on zero-stride
-    stand-ins of the operands (no memory)."""
-    if len(ins) == 1:
+    """The greedy contraction order MLX uses, numpy's greedy algorithm as MLX adapted it:
+    pairs sharing an index first, by the most memory removed, then by FLOPs; no intermediate
+    larger than the largest operand or the output and no path dearer than the naive one (else
+    the rest at once). MLX's differences from numpy, kept: after the first step only pairs with
+    the newest term are considered, outer products included, and contractions that sum nothing
+    are paired too (numpy contracts those all at once)."""
+    n = len(ins)
+    if n == 1:
         return [(0,)]
-    if len(ins) == 2:
+    if n == 2:
         return [(0, 1)]
-    dummy = np.zeros((), np.float32)
-    stand_ins = [np.broadcast_to(dummy, tuple(sizes[ch] for ch in p)) for p in ins]
-    path = np.einsum_path(",".join(ins) + "->" + out, *stand_ins, optimize="greedy")[0]
-    return [tuple(int(i) for i in step) for step in path[1:]]
+    out_set = set(out)
+
+    def size(idx: set[str]) -> int:
+        return _size([sizes[ch] for ch in idx])
+
+    def find(positions: Sequence[int], sets: list[set[str]]) -> tuple:
+        contract = set().union(*(sets[p] for p in positions))
+        remaining = [st for i, st in enumerate(sets) if i not in positions]
+        result = contract & out_set.union(*remaining)
+        return result, remaining + [result], contract - result, contract
+
+    _, _, removed, contract = find(range(n), [set(p) for p in ins])
+    naive = _flops(contract, len(removed) > 0, n, sizes)
+    limit = max(size(set(x)) for x in ins + [out])
+
+    def possible(positions: tuple[int, int], sets: list[set[str]], path_cost: int) -> Any:
+        result, new_sets, removed, contract = find(positions, sets)
+        if size(result) > limit:
+            return None
+        removed_size = sum(size(sets[p]) for p in positions) - size(result)
+        cost = _flops(contract, len(removed) > 0, len(positions), sizes)
+        if path_cost + cost > naive:
+            return None
+        return [(-removed_size, cost), positions, new_sets]
+
+    def update(results: list, best: list) -> list:
+        bx, by = best[1]
+        kept = []
+        for cost, (x, y), con_sets in results:
+            if x in best[1] or y in best[1]:
+                continue
+            del con_sets[by - int(by > x) - int(by > y)]
+            del con_sets[bx - int(bx > x) - int(bx > y)]
+            con_sets.insert(-1, best[2][-1])
+            kept.append([cost, (x - int(x > bx) - int(x > by), y - int(y > bx) - int(y > by)),
+                         con_sets])
+        return kept
+
+    sets = [set(p) for p in ins]
+    pairs = list(itertools.combinations(range(n), 2))
+    known: list = []
+    path: list[tuple[int, ...]] = []
+    path_cost = 0
+    for _ in range(n - 1):
+        for positions in pairs:
+            if sets[positions[0]].isdisjoint(sets[positions[1]]):
+                continue
+            r = possible(positions, sets, path_cost)
+            if r is not None:
+                known.append(r)
+        if not known:  # outer products, among the same pairs (numpy rescans them all)
+            for positions in pairs:
+                r = possible(positions, sets, path_cost)
+                if r is not None:
+                    known.append(r)
+            if not known:
+                path.append(tuple(range(len(sets))))
+                break
+        best = min(known, key=lambda x: x[0])
+        known = update(known, best)
+        sets = best[2]
+        last = len(sets) - 1
+        pairs = [(i, last) for i in range(last)]
+        path.append(best[1])
+        path_cost += best[0][1]
+    return path
 
 
 def _flops(idx: set[str], inner: bool, terms: int, sizes: dict[str, int]) -> int:
@@ -469,11 +549,13 @@ def einsum(subscripts: str, *operands: array, stream: Any = None) -> array:
     for step in path:
         if len(step) == 1:
             continue
-        i, j = step
-        (x, xs), (y, ys) = terms[i], terms[j]
-        rest = [t for k, t in enumerate(terms) if k not in (i, j)]
-        keep = set(out).union(*(set(t[1]) for t in rest))
-        terms = rest + [_contract(x, xs, y, ys, keep, s)]
+        picked = [terms[i] for i in step]
+        rest = [t for k, t in enumerate(terms) if k not in step]
+        while len(picked) > 1:  # an n-ary step (never from the greedy path): pairwise
+            (x, xs), (y, ys) = picked[0], picked[1]
+            keep = set(out).union(*(set(t[1]) for t in rest + picked[2:]))
+            picked = [_contract(x, xs, y, ys, keep, s)] + picked[2:]
+        terms = rest + picked
         reduce_unique(len(terms) - 1)
     while len(terms) > 1:  # a path that left operands (never with numpy's greedy)
         (x, xs), (y, ys) = terms[0], terms[1]
