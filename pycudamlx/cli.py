@@ -121,6 +121,11 @@ def info(as_json: bool) -> None:
     if nv["disabled"]:
         nv_text += " (disabled by PYCUDAMLX_DISABLE_NVRTC)"
     rows.append(("NVRTC", nv_text))
+    cb = doc["cublas"]
+    cb_text = cb["version"] or "missing (matmul uses the NVRTC GEMM)"
+    if cb["disabled"]:
+        cb_text += " (disabled by PYCUDAMLX_DISABLE_CUBLAS)"
+    rows.append(("cuBLAS", cb_text))
     _print_rows(rows)
     drv = doc["driver"]
     if not drv["available"]:

@@ -154,6 +154,15 @@ def verify_problems(report: ptxstore.VerifyReport) -> dict[str, list[str]]:
             "bad_files": report.bad_files, "wrong_toolchain": report.wrong_toolchain}
 
 
+def cublas_info() -> dict[str, Any]:
+    """cuBLAS (matmul's main path): its version, or why the NVRTC GEMM is used instead."""
+    from .backend.cuda import cublas
+
+    version = cublas.version()
+    return {"version": version, "disabled": cublas.disabled(),
+            "error": None if version else cublas.load_error()}
+
+
 def collect_info() -> dict[str, Any]:
     """Everything `pycudamlx info --json` prints (schema: docs/cli.md)."""
     drv = driver_info()
@@ -164,6 +173,7 @@ def collect_info() -> dict[str, Any]:
         "numpy": np.__version__,
         "cuda_bindings": driver.bindings_version(),
         "nvrtc": {"version": nvrtc.nvrtc_version_or_none(), "disabled": _env.DISABLE_NVRTC},
+        "cublas": cublas_info(),
         "driver": drv,
         "devices": devices_info() if drv["available"] else [],
         "cache": cache_info(),

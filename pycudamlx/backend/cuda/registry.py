@@ -333,6 +333,24 @@ def scatter_module(dtype: str, index: str) -> ModuleSpec:
                       tuple(sorted({dtype, index})))
 
 
+#: dtypes the fallback GEMM is built for (uint32/uint64 run as int32/int64: same bits).
+GEMM_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16", "float64", "complex64",
+                                "int32", "int64")
+#: gemm.cu's argument list: A, B, C, M, N, K, sam, sak, sbk, sbn, sa, sb, batch, alpha, beta.
+GEMM_SIGNATURE: tuple[str, ...] = ("ptr", "ptr", "ptr") + ("i64",) * 10 + ("f64", "f64")
+
+
+@functools.lru_cache(maxsize=None)
+def gemm_module(dtype: str) -> ModuleSpec:
+    """The NVRTC GEMM (the path without cuBLAS): gemm_fma for every GEMM dtype, and gemm_mma
+    (tensor cores, sm_80+) for float16, bfloat16 and float32 (TF32)."""
+    t = _ctype(dtype)
+    kernels = [KernelSpec(f"gemm_fma<{t}>", GEMM_SIGNATURE)]
+    if dtype in ("float16", "bfloat16", "float32"):
+        kernels.append(KernelSpec(f"gemm_mma<{t}>", GEMM_SIGNATURE))
+    return ModuleSpec(f"gemm.{dtype}", "gemm", _program("gemm.cu"), tuple(kernels), (dtype,))
+
+
 def _op_defined(op: optable.ElementwiseOp, dtype: str) -> bool:
     return dt.by_name[dtype].kind in op.families
 
@@ -362,6 +380,7 @@ def builtin_modules(dtypes: Sequence[str] = COMMON_DTYPES) -> list[ModuleSpec]:
             modules.append(scatter_module(d, index))
     if "bool" in dtypes:
         modules.append(all_true_module())
+    modules.extend(gemm_module(d) for d in dtypes if d in GEMM_DTYPES)
     return modules
 
 

@@ -1,0 +1,70 @@
+"""The matrix product primitive: ``alpha * (a @ b) + beta * c``, batched with broadcast batches.
+
+Inputs reach it promoted to one dtype, with ``a`` of shape (..., M, K) and ``b`` (..., K, N)
+(1-D operands already reshaped by the op functions) and M, N, K and the batch all non-empty;
+``c`` (addmm) already broadcast to the output shape. The public ops only send inexact dtypes;
+integer dtypes arrive from vecdot and einsum's sums, which MLX computes with wrapping integer
+arithmetic.
+
+CPU: numpy; float16/bfloat16 accumulate in float32 and round once, as MLX's CPU does.
+GPU: cuBLAS where it is installed, an NVRTC tiled GEMM otherwise (backend/cuda/gemm.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ... import dtypes as dt
+from ..primitive import OutSpec, Primitive
+
+_HALF = (dt.float16, dt.bfloat16)
+
+_gemm_module: Any = None
+
+
+def _gemm() -> Any:
+    """backend.cuda.gemm, imported on first GPU use (importing never touches CUDA)."""
+    global _gemm_module
+    if _gemm_module is None:
+        from ...backend.cuda import gemm
+
+        _gemm_module = gemm
+    return _gemm_module
+
+
+class Matmul(Primitive):
+    """``alpha * (a @ b) + beta * c`` (c only when there is a third input)."""
+
+    __slots__ = ("alpha", "beta")
+    name = "matmul"
+    gpu_kernel = True
+
+    def __init__(self, alpha: float = 1.0, beta: float = 0.0) -> None:
+        self.alpha = alpha
+        self.beta = beta
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        shape, dtype = outs[0]
+        a, b = inputs[0], inputs[1]
+        if dtype in _HALF:
+            a = a.astype(np.float32)
+            b = b.astype(np.float32)
+        with np.errstate(all="ignore"):
+            r = np.matmul(a, b)
+            if self.alpha != 1.0:
+                r = r * r.dtype.type(self.alpha)
+            if len(inputs) > 2 and self.beta != 0.0:
+                c = inputs[2].astype(r.dtype, copy=False)
+                r = r + (c if self.beta == 1.0 else c * r.dtype.type(self.beta))
+        return [np.asarray(r).astype(dtype.np_dtype, copy=False).reshape(shape)]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        shape, dtype = outs[0]
+        c = inputs[2] if len(inputs) > 2 else None
+        return [_gemm().matmul(inputs[0], inputs[1], c, shape, dtype, self.alpha, self.beta,
+                               stream)]
+
+    def __repr__(self) -> str:
+        return f"matmul(alpha={self.alpha}, beta={self.beta})"
