@@ -418,7 +418,7 @@ def _warm_modules(dtype_set: str) -> list[registry.ModuleSpec]:
     every = registry.builtin_modules(registry.ALL_DTYPES)
     if dtype_set == "all":
         return every
-    shipped = {spec.name for spec in registry.builtin_modules(registry.COMMON_DTYPES)}
+    shipped = {spec.name for spec in registry.shipped_modules(registry.COMMON_DTYPES)}
     return [spec for spec in every if spec.name not in shipped]
 
 
@@ -457,7 +457,7 @@ def ptx_build(nvrtc_dir: Path, out_dir: Path | None, allow_other_nvrtc: bool) ->
         raise click.ClickException(f"cannot create {out}: {exc.strerror}") from None
     if not os.access(out, os.W_OK | os.X_OK):
         raise click.ClickException(f"cannot write to {out}: permission denied")
-    modules = registry.builtin_modules()
+    modules = registry.shipped_modules()
     log.info("building %d modules into %s with NVRTC %s (%s)", len(modules), out,
              nv.version_string, getattr(nv, "path", ""))
     with click.progressbar(length=len(modules), label="Compiling PTX",
@@ -484,7 +484,7 @@ def ptx_verify(directory: Path | None, as_json: bool) -> None:
         _echo_json({"schema": "pycudamlx-ptx-verify/1", "directory": str(d), "ok": report.ok,
                     "problems": problems})
     elif report.ok:
-        n = len(registry.builtin_modules())
+        n = len(registry.shipped_modules())
         click.echo(f"kernels_ptx is current: {n} modules in {d} match the kernel sources.")
     else:
         click.echo(f"kernels_ptx in {d} does not match the kernel sources:")

@@ -53,7 +53,7 @@ def test_the_checkout_uses_this_kernels_ptx():
 
 
 def test_verify_notices_a_changed_source(monkeypatch):
-    specs = registry.builtin_modules()
+    specs = registry.shipped_modules()
     changed = dataclasses.replace(specs[0], source=specs[0].source + "\n// changed\n")
     new = dataclasses.replace(specs[1], name="copy.brand.new")
     monkeypatch.setattr(registry, "builtin_modules",
@@ -83,7 +83,7 @@ def test_manifest_matches_the_files_and_the_toolchain():
     assert manifest["arch"] == "compute_70"
     files = {m["file"] for m in manifest["modules"].values()}
     assert files == {p.name for p in _shipped()}
-    assert set(manifest["modules"]) == {s.name for s in registry.builtin_modules()}
+    assert set(manifest["modules"]) == {s.name for s in registry.shipped_modules()}
 
 
 def test_every_shipped_ptx_is_isa_8_0_for_sm_70_with_every_entry():

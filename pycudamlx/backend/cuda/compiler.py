@@ -210,8 +210,8 @@ def _load_uncached(spec: registry.ModuleSpec, device: CudaDevice) -> LoadedModul
         log.info("cached image %s does not load on %s; trying the next source", key,
                  device.properties.arch)
 
-    # 2. The shipped PTX.
-    shipped = ptxstore.lookup(spec)
+    # 2. The shipped PTX (compute_70: not for modules whose code needs a newer architecture).
+    shipped = ptxstore.lookup(spec) if spec.min_cc <= registry.SHIPPED_CC else None
     if shipped is not None:
         ptx, lowered = shipped
         handle = _try_load_image(ptx, device)

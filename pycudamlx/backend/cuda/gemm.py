@@ -190,33 +190,13 @@ def _cublas_call(a: Any, b: Any, dtype: dt.Dtype, pa: int, pb: int, pc: int, m: 
 
 
 def _tensor_core_module(name: str, device: Any) -> Any | None:
-    """The gemm module with its tensor-core kernel built for this device (sm_80+), or None.
-
-    The loader prefers kernels_ptx/ over NVRTC, and the shipped PTX is built for compute_70,
-    where gemm_mma has no tensor-core code. When that is what got loaded, build the module for
-    the device with NVRTC once (it lands in the disk cache, so later processes load it from
-    there) and reload; without NVRTC the FMA kernel is used."""
-    mod = compiler.module_for(registry.gemm_module, (name,), device)
-    if mod.origin != "shipped":
-        return mod
-    from .nvrtc import NvrtcUnavailableError, get_nvrtc
-
+    """The tensor-core GEMM built for this device (sm_80+; from the kernel cache or NVRTC, never
+    from the compute_70 shipped PTX), or None where it cannot be had: the FMA kernel runs."""
     try:
-        nv = get_nvrtc()
-    except NvrtcUnavailableError:
-        return None
-    spec = registry.gemm_module(name)
-    major, minor = device.properties.compute_capability
-    try:
-        compiler.warm(spec, major * 10 + minor, nv, compiler.kernel_cache())
-    except Exception as exc:  # NVRTC cannot target it, or the cache is unusable
+        return compiler.module_for(registry.gemm_mma_module, (name,), device)
+    except (compiler.KernelUnavailableError, compiler.KernelCompileError) as exc:
         log.info("tensor-core GEMM for %s unavailable (%s); using the FMA kernel", name, exc)
         return None
-    with compiler._load_lock:  # forget the shipped image; the next load finds the cache entry
-        compiler._loaded.pop((device.index, spec.name), None)
-        compiler._by_builder.pop((registry.gemm_module, (name,), device.index), None)
-    mod = compiler.module_for(registry.gemm_module, (name,), device)
-    return mod if mod.origin != "shipped" else None
 
 
 def _fallback_kernel(dtype: dt.Dtype, stream: CudaStream, force_fma: bool = False) -> Any:
@@ -233,7 +213,7 @@ def _fallback_kernel(dtype: dt.Dtype, stream: CudaStream, force_fma: bool = Fals
                 and device.properties.compute_capability >= (8, 0)):
             mod = _tensor_core_module(name, device)
         if mod is not None:
-            plan = (mod.kernel_list[1], 128)
+            plan = (mod.kernel_list[0], 128)
         else:
             mod = compiler.module_for(registry.gemm_module, (name,), device)
             plan = (mod.kernel_list[0], 256)

@@ -137,7 +137,7 @@ def build(nvrtc: Nvrtc, directory: Path | None = None,
     """Compile every built-in module for compute_70 to PTX and write kernels_ptx/."""
     directory = Path(directory) if directory is not None else ptx_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    specs = list(modules) if modules is not None else registry.builtin_modules()
+    specs = list(modules) if modules is not None else registry.shipped_modules()
     options = list(registry.BUILTIN_OPTIONS) + [f"-arch={SHIPPED_ARCH}"]
     entries: dict[str, ShippedModule] = {}
     isa = None
@@ -189,7 +189,7 @@ def verify(directory: Path | None = None) -> VerifyReport:
     """Compare kernels_ptx/ with the registry's built-in modules."""
     directory = Path(directory) if directory is not None else ptx_dir()
     m = _read_manifest(directory)
-    specs = {s.name: s for s in registry.builtin_modules()}
+    specs = {s.name: s for s in registry.shipped_modules()}
     if m is None:
         return VerifyReport(sorted(specs), [], [], [], [f"no {MANIFEST} in {directory}"])
     wrong = []

@@ -52,6 +52,9 @@ class ModuleSpec:
     source: str
     kernels: tuple[KernelSpec, ...]
     dtypes: tuple[str, ...]
+    #: The lowest compute capability the module's code is for (e.g. 80 for mma.sync): such a
+    #: module is never shipped as compute_70 PTX, only built for the device by NVRTC.
+    min_cc: int = 0
 
     @functools.cached_property
     def sha256(self) -> str:
@@ -340,15 +343,27 @@ GEMM_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16", "float64", "co
 GEMM_SIGNATURE: tuple[str, ...] = ("ptr", "ptr", "ptr") + ("i64",) * 10 + ("f64", "f64")
 
 
+#: dtypes of the tensor-core GEMM (float32 as TF32).
+MMA_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32")
+#: Compute capability of the shipped PTX (ptxstore.SHIPPED_ARCH).
+SHIPPED_CC = 70
+
+
 @functools.lru_cache(maxsize=None)
 def gemm_module(dtype: str) -> ModuleSpec:
-    """The NVRTC GEMM (the path without cuBLAS): gemm_fma for every GEMM dtype, and gemm_mma
-    (tensor cores, sm_80+) for float16, bfloat16 and float32 (TF32)."""
+    """The NVRTC GEMM (the path without cuBLAS) on CUDA cores, for every GEMM dtype."""
     t = _ctype(dtype)
-    kernels = [KernelSpec(f"gemm_fma<{t}>", GEMM_SIGNATURE)]
-    if dtype in ("float16", "bfloat16", "float32"):
-        kernels.append(KernelSpec(f"gemm_mma<{t}>", GEMM_SIGNATURE))
-    return ModuleSpec(f"gemm.{dtype}", "gemm", _program("gemm.cu"), tuple(kernels), (dtype,))
+    kernels = (KernelSpec(f"gemm_fma<{t}>", GEMM_SIGNATURE),)
+    return ModuleSpec(f"gemm.{dtype}", "gemm", _program("gemm.cu"), kernels, (dtype,))
+
+
+@functools.lru_cache(maxsize=None)
+def gemm_mma_module(dtype: str) -> ModuleSpec:
+    """The NVRTC GEMM on tensor cores (mma.sync, sm_80+): built for the device, never shipped."""
+    t = _ctype(dtype)
+    kernels = (KernelSpec(f"gemm_mma<{t}>", GEMM_SIGNATURE),)
+    return ModuleSpec(f"gemm_mma.{dtype}", "gemm_mma", _program("gemm.cu"), kernels, (dtype,),
+                      min_cc=80)
 
 
 def _op_defined(op: optable.ElementwiseOp, dtype: str) -> bool:
@@ -381,7 +396,13 @@ def builtin_modules(dtypes: Sequence[str] = COMMON_DTYPES) -> list[ModuleSpec]:
     if "bool" in dtypes:
         modules.append(all_true_module())
     modules.extend(gemm_module(d) for d in dtypes if d in GEMM_DTYPES)
+    modules.extend(gemm_mma_module(d) for d in dtypes if d in MMA_DTYPES)
     return modules
+
+
+def shipped_modules(dtypes: Sequence[str] = COMMON_DTYPES) -> list[ModuleSpec]:
+    """The built-in modules kernels_ptx/ holds: those whose code compute_70 PTX can carry."""
+    return [spec for spec in builtin_modules(dtypes) if spec.min_cc <= SHIPPED_CC]
 
 
 def find_module(name: str, dtypes: Iterable[str] = ALL_DTYPES) -> ModuleSpec | None:
