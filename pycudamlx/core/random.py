@@ -135,6 +135,12 @@ def _resolve_key(k: Any) -> array:
     return state._next() if k is None else _check_key(k)
 
 
+def _take_key(k: Any) -> Any:
+    """MLX's bindings take the next global key before anything else, so a sampler called
+    without ``key=`` advances the global key even when it then raises."""
+    return state._next() if k is None else k
+
+
 def _check_shape(shape: Sequence[int]) -> tuple[int, ...]:
     shape = tuple(operator.index(e) for e in shape)
     if any(e < 0 for e in shape):
@@ -212,6 +218,7 @@ def _uniform(low: Any, high: Any, shape: tuple[int, ...], dtype: dt.Dtype, k: An
 def uniform(low: Any = 0, high: Any = 1, shape: Sequence[int] = (), dtype: Any = dt.float32,
             key: array | None = None, stream: Any = None) -> array:  # noqa: F811
     """Uniform samples in [low, high) (bounds broadcast to ``shape``)."""
+    key = _take_key(key)
     dtype = _dtype_arg(dtype, "uniform")
     if dtype.kind != "f":
         raise ValueError("[uniform] Can only generate uniform numbers with real floating point "
@@ -233,6 +240,7 @@ def normal(shape: Sequence[int] = (), dtype: Any = dt.float32, loc: Any = None,
            scale: Any = None, key: array | None = None, stream: Any = None) -> array:  # noqa: F811
     """Normal samples: sqrt(2) * erfinv(u) for u uniform in (-1, 1), times ``scale`` plus
     ``loc`` (complex64: real and imaginary parts N(0, 1/2))."""
+    key = _take_key(key)
     dtype = _dtype_arg(dtype, "normal")
     s = dev.resolve_stream(stream)
     shape = _shape_tuple(shape, "normal")
@@ -265,6 +273,7 @@ def randint(low: Any, high: Any, shape: Sequence[int] = (), dtype: Any = dt.int3
             key: array | None = None, stream: Any = None) -> array:  # noqa: F811
     """Integers in [low, high): floor of a float32 uniform draw, clamped to [low, high - 1]
     (MLX 0.32.4's method, so bounds beyond 2**24 inherit float32's resolution)."""
+    key = _take_key(key)
     dtype = dt.int32 if dtype is None else dt.to_dtype(dtype, "randint")
     if dtype.kind in "fc":
         raise ValueError("[randint] randint only accepts integer dtypes and bool.")
@@ -283,6 +292,7 @@ def randint(low: Any, high: Any, shape: Sequence[int] = (), dtype: Any = dt.int3
 def bernoulli(p: Any = 0.5, shape: Sequence[int] | None = None, key: array | None = None,
               stream: Any = None) -> array:  # noqa: F811
     """Booleans that are true with probability ``p``: bits < p * nextafter(2**32 - 1, inf)."""
+    key = _take_key(key)
     s = dev.resolve_stream(stream)
     p = as_array(p)
     if p._dtype.kind != "f":
@@ -300,6 +310,7 @@ def truncated_normal(lower: Any, upper: Any, shape: Sequence[int] | None = None,
                      dtype: Any = dt.float32, key: array | None = None,
                      stream: Any = None) -> array:  # noqa: F811
     """Normal samples restricted to (lower, upper), by inverting the CDF (JAX's method)."""
+    key = _take_key(key)
     dtype = _dtype_arg(dtype, "truncated_normal")
     if dtype.kind != "f":
         raise ValueError("[trunc_normal] trunc_normal only accepts floating point dtypes.")
@@ -321,6 +332,7 @@ def truncated_normal(lower: Any, upper: Any, shape: Sequence[int] | None = None,
 def gumbel(shape: Sequence[int] = (), dtype: Any = dt.float32, key: array | None = None,
            stream: Any = None) -> array:  # noqa: F811
     """Standard Gumbel samples: -log(-log(u))."""
+    key = _take_key(key)
     dtype = _dtype_arg(dtype, "gumbel")
     if dtype.kind != "f":
         raise ValueError("[uniform] Can only generate uniform numbers with real floating point "
@@ -333,6 +345,7 @@ def gumbel(shape: Sequence[int] = (), dtype: Any = dt.float32, key: array | None
 def laplace(shape: Sequence[int] = (), dtype: Any = dt.float32, loc: float = 0.0,
             scale: float = 1.0, key: array | None = None, stream: Any = None) -> array:  # noqa
     """Laplace samples by the inverse CDF: sign(u) * log1p(-|u|), u uniform in (-1, 1)."""
+    key = _take_key(key)
     dtype = _dtype_arg(dtype, "laplace")
     if dtype.kind != "f":
         raise ValueError("[laplace] Only real floating point types are supported.")
@@ -359,7 +372,17 @@ def _categorical_axis(axis: int, ndim: int) -> int:
 
 
 def _categorical_impl(logits: array, axis: int, shape: tuple[int, ...], k: Any,
-                      s: dev.Stream) -> array:
+                      s: dev.Stream, overload: bool = False) -> array:
+    n_dists = 1
+    for i, e in enumerate(logits._shape):
+        if i != axis:
+            n_dists *= e
+    if overload and n_dists == 1 and len(shape) > 0:
+        # MLX 0.32.4 samples one distribution by inverting its float32 CDF (O(N + M)):
+        # cdf = cumsum(exp(l - max(l))), index = searchsorted(cdf, u * cdf[-1], right).
+        flat = astype(logits, dt.float32, s).reshape(-1, stream=s)
+        u = _uniform(0, 1, shape, dt.float32, k, s)
+        return make(rp.CategoricalIcdf(), (flat, u), shape, dt.uint32, s)
     offset = axis + len(shape) - len(logits._shape) + 1
     gshape = shape[:offset] + (logits._shape[axis],) + shape[offset:]
     g = gumbel(gshape, dt.float32, k, s)
@@ -373,6 +396,7 @@ def categorical(logits: array, axis: int = -1, shape: Sequence[int] | None = Non
                 stream: Any = None) -> array:  # noqa: F811
     """Samples (uint32 indices along ``axis``) from the categorical distributions given by
     unnormalised log-probabilities: argmax(logits + Gumbel noise)."""
+    key = _take_key(key)
     s = dev.resolve_stream(stream)
     logits = as_array(logits)
     if shape is not None and num_samples is not None:
@@ -384,13 +408,13 @@ def categorical(logits: array, axis: int = -1, shape: Sequence[int] | None = Non
         if broadcast_shapes(shape, reduced) != shape:
             raise ValueError(f"[categorical] Requested shape {fmt_shape(shape)} is not broadcast "
                              f"compatible with reduced logits shape{fmt_shape(reduced)}.")
-        return _categorical_impl(logits, ax, shape, key, s)
+        return _categorical_impl(logits, ax, shape, key, s, True)
     if num_samples is not None:
         logits = expand_dims(logits, -1, stream=s)
         out = list(logits._shape)
         del out[ax]
         out[-1] = operator.index(num_samples)
-        return _categorical_impl(logits, ax, tuple(out), key, s)
+        return _categorical_impl(logits, ax, tuple(out), key, s, True)
     reduced = logits._shape[:ax] + logits._shape[ax + 1:]
     return _categorical_impl(logits, ax, reduced, key, s)
 
@@ -404,6 +428,7 @@ def permutation(x: int | array, axis: int = 0, key: array | None = None,
                 stream: Any = None) -> array:  # noqa: F811
     """A random permutation of ``arange(x)``, or of ``x``'s entries along ``axis``: the argsort
     of random bits (stable, so ties keep index order as in MLX)."""
+    key = _take_key(key)
     s = dev.resolve_stream(stream)
     if not isinstance(x, array):
         return _permutation_indices(operator.index(x), key, s)
@@ -422,6 +447,7 @@ def multivariate_normal(mean: array, cov: array, shape: Sequence[int] = (),
                         stream: Any = None) -> array:  # noqa: F811
     """Jointly normal samples: mean + z @ sqrt(cov), the root taken by SVD as MLX does (so,
     like MLX's linalg.svd, on a CPU stream only)."""
+    key = _take_key(key)
     dtype = _dtype_arg(dtype, "multivariate_normal")
     s = dev.resolve_stream(stream)
     if dtype is not dt.float32:

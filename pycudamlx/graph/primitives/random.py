@@ -178,6 +178,36 @@ class ArgmaxAxis(Primitive):
         return [out]
 
 
+class CategoricalIcdf(Primitive):
+    """Inputs: one distribution's float32 logits (1-D) and float32 uniforms u. Output: uint32
+    searchsorted(cdf, u * cdf[-1], right) clipped to N - 1, cdf = cumsum(exp(l - max(l)))
+    accumulated in float32 in order (MLX's single-distribution categorical)."""
+
+    __slots__ = ()
+    name = "random_categorical_icdf"
+    gpu_kernel = True
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        shape, _ = outs[0]
+        v, u = inputs
+        n = v.shape[0]
+        if n == 0:
+            return [np.zeros(shape, np.uint32)]
+        with np.errstate(all="ignore"):
+            w = np.exp(v - v.max())
+            cdf = np.cumsum(w, dtype=np.float32)
+            t = (u * cdf[-1]).astype(np.float32)
+        idx = np.minimum(np.searchsorted(cdf, t, side="right"), n - 1)
+        return [idx.astype(np.uint32).reshape(shape)]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, launch = _cuda()
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        launch.categorical_icdf(inputs[0], inputs[1], out, stream)
+        return [out]
+
+
 class ArgsortBits(Primitive):
     """A stable argsort (uint32 indices) of a 1-D uint32 array: permutation's argsort(bits)."""
 
