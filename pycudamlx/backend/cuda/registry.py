@@ -276,6 +276,50 @@ def scatter_module(dtype: str, index: str) -> ModuleSpec:
                       tuple(sorted({dtype, index})))
 
 
+# mx.random (random.cu): threefry bits and the dtype-free helpers in one module, the fused
+# uniform per float dtype, categorical's argmax for its two value dtypes.
+
+#: Output dtypes of the fused uniform draw (MLX's uniform takes no others).
+RANDOM_UNIFORM_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
+#: Value dtypes of categorical's argmax (logits + float32 Gumbel noise).
+RANDOM_ARGMAX_DTYPES: tuple[str, ...] = ("float32", "float64")
+
+
+@functools.lru_cache(maxsize=None)
+def random_bits_module() -> ModuleSpec:
+    """Raw bits, the bitonic argsort of bits (permutation), one distribution's inverse CDF."""
+    kernels = (
+        KernelSpec("random_bits", ("ptr", "i64", "ptr", "i64")),
+        KernelSpec("bitonic_init", ("ptr", "ptr", "i64", "i64")),
+        KernelSpec("bitonic_step", ("ptr", "i64", "i64", "i64")),
+        KernelSpec("bitonic_local", ("ptr", "i64", "i64", "i64")),
+        KernelSpec("bitonic_extract", ("ptr", "ptr", "i64")),
+        KernelSpec("categorical_cdf", ("ptr", "ptr", "i64")),
+        KernelSpec("categorical_search", ("ptr", "ptr", "ptr", "i64", "i64")),
+    )
+    return ModuleSpec("random.bits", "random", _program("random.cu"), kernels, ("uint32",))
+
+
+@functools.lru_cache(maxsize=None)
+def random_module(dtype: str) -> ModuleSpec:
+    """The fused uniform draw into ``dtype`` and/or categorical's argmax over ``dtype``."""
+    t = _ctype(dtype)
+    kernels: list[KernelSpec] = []
+    if dtype in RANDOM_UNIFORM_DTYPES:
+        kernels.append(KernelSpec(f"random_uniform<{t}>",
+                                  ("ptr", "i64", "ptr", "i64", "f32", "f32", "f32", "i32")))
+    if dtype in RANDOM_ARGMAX_DTYPES:
+        kernels.append(KernelSpec(f"argmax_axis<{t}>", ("ptr", "ptr", "i64", "i64", "i64")))
+    return ModuleSpec(f"random.{dtype}", "random", _program("random.cu"), tuple(kernels),
+                      (dtype,))
+
+
+def random_modules(dtypes: Sequence[str]) -> list[ModuleSpec]:
+    mods = [random_bits_module()] if dtypes else []
+    return mods + [random_module(d) for d in dtypes
+                   if d in RANDOM_UNIFORM_DTYPES or d in RANDOM_ARGMAX_DTYPES]
+
+
 def _op_defined(op: optable.ElementwiseOp, dtype: str) -> bool:
     return dt.by_name[dtype].kind in op.families
 
@@ -302,6 +346,7 @@ def builtin_modules(dtypes: Sequence[str] = COMMON_DTYPES) -> list[ModuleSpec]:
             modules.append(scatter_module(d, index))
     if "bool" in dtypes:
         modules.append(all_true_module())
+    modules.extend(random_modules(dtypes))
     return modules
 
 
