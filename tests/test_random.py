@@ -337,6 +337,10 @@ def test_gumbel_laplace(mx, text):
     "M.random.categorical(V[None], shape=(4, 1), key=K)", "M.random.categorical(V[:, None], axis=0, num_samples=9, key=K)",
     "M.random.categorical(V[None], axis=1, shape=(3, 2), key=K)",
     "M.random.categorical(V, num_samples=3000, key=K)",
+    "M.random.categorical(M.zeros((3, 0)), key=K)", "M.random.categorical(M.zeros((0, 4)), key=K)",
+    "M.random.categorical(M.zeros((0,)), num_samples=3, key=K)",
+    "M.random.categorical(V, num_samples=0, key=K)", "M.random.categorical(V, num_samples=-1, key=K)",
+    "M.random.categorical(LG, shape=(0, 3), key=K)",
 ])
 def test_categorical(mx, text):
     rng = np.random.default_rng(3)
@@ -407,3 +411,17 @@ def test_signatures(mx):
         theirs = [p.split(":")[0].strip() for p in doc[doc.index("(") + 1:doc.rindex(")")]
                   .split(", ") if p and "=" in p or ":" in p]
         assert ours == theirs, (name, ours, theirs)
+
+
+@pytest.mark.parametrize("text", [
+    "M.random.key(np.int64(5))", "M.random.key(True)", "M.random.key(np.uint64(2**63))",
+    "M.random.split(K, np.int64(3))", "M.random.split(K, 2.0)",
+    "M.random.uniform(shape=5, key=K)", "M.random.uniform(shape=[2, 3.0], key=K)",
+    "M.random.uniform(shape=(2,), key=[1, 2])", "M.random.permutation(5.0, key=K)",
+    "M.random.permutation(np.int64(4), key=K)", "M.random.categorical(M.zeros((2, 3)), axis=1.0, key=K)",
+    "M.random.normal(shape=(2,), loc=M.zeros((2, 3)), key=K)",
+    "M.random.randint(0, 10, (2,), dtype=None, key=K)", "M.random.uniform(shape=(2,), dtype=None, key=K)",
+    "M.random.truncated_normal(1, -1, (3,), key=K)", "M.random.laplace((2,), loc=1, key=K)",
+])
+def test_argument_conversions(mx, text):
+    run(mx, text, message=False, ulps=4)

@@ -377,6 +377,8 @@ def _categorical_impl(logits: array, axis: int, shape: tuple[int, ...], k: Any,
     for i, e in enumerate(logits._shape):
         if i != axis:
             n_dists *= e
+    if n_dists * logits._shape[axis] == 0:
+        raise ValueError("[argmax] Cannot argmax reduce zero size array.")
     if overload and n_dists == 1 and len(shape) > 0:
         # MLX 0.32.4 samples one distribution by inverting its float32 CDF (O(N + M)):
         # cdf = cumsum(exp(l - max(l))), index = searchsorted(cdf, u * cdf[-1], right).
@@ -387,6 +389,8 @@ def _categorical_impl(logits: array, axis: int, shape: tuple[int, ...], k: Any,
     gshape = shape[:offset] + (logits._shape[axis],) + shape[offset:]
     g = gumbel(gshape, dt.float32, k, s)
     x = add(g, logits, stream=s)
+    if any(e == 0 for e in x._shape):
+        raise ValueError("[argmax] Cannot argmax reduce zero size array.")
     out_shape = x._shape[:offset] + x._shape[offset + 1:]
     return make(rp.ArgmaxAxis(offset), (x,), out_shape, dt.uint32, s)
 
@@ -431,7 +435,11 @@ def permutation(x: int | array, axis: int = 0, key: array | None = None,
     key = _take_key(key)
     s = dev.resolve_stream(stream)
     if not isinstance(x, array):
-        return _permutation_indices(operator.index(x), key, s)
+        if type(x) is not int and not isinstance(x, bool):
+            raise dt._incompatible_arguments(
+                "permutation(x: int | array, axis: int = 0, key: array | None = None, "
+                "stream: Stream | Device | None = None) -> array", x)
+        return _permutation_indices(int(x), key, s)
     ndim = len(x._shape)
     ax = operator.index(axis)
     if not -ndim <= ax < ndim:
