@@ -83,9 +83,9 @@ class _RandomState:
     def _next(self) -> array:
         """MLX's KeySequence::next: split the key, keep the first half, return the second."""
         with self._lock:
-            words = rp.bits_words(int(self._words[0]), int(self._words[1]), 4)
-            self._set(words[:2].copy())
-            return from_data(words[2:].copy(), dt.uint32)
+            keep, use = rp.split_scalar(int(self._words[0]), int(self._words[1]))
+            self._set(np.array(keep, np.uint32))
+            return from_data(np.array(use, np.uint32), dt.uint32)
 
     def __getitem__(self, i: int) -> array:
         if i not in (0, -1):
@@ -182,10 +182,20 @@ def _is_scalar(x: Any) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
 
+_scalar_cache: dict[tuple, Any] = {}
+
+
 def _scalar_in(x: Any, dtype: dt.Dtype) -> Any:
     """A Python scalar converted as MLX converts it (int -> int32, float -> float32) and then
-    cast to ``dtype``, as a numpy scalar."""
-    return cast_numpy(np.asarray(as_array(x)._numpy()), dtype)[()]
+    cast to ``dtype``, as a numpy scalar (cached: bounds repeat from call to call)."""
+    key = (type(x), x, dtype)
+    v = _scalar_cache.get(key)
+    if v is None:
+        v = cast_numpy(np.asarray(as_array(x)._numpy()), dtype)[()]
+        if len(_scalar_cache) > 1024:
+            _scalar_cache.clear()
+        _scalar_cache[key] = v
+    return v
 
 
 def _uniform(low: Any, high: Any, shape: tuple[int, ...], dtype: dt.Dtype, k: Any,

@@ -54,6 +54,29 @@ def threefry2x32(k0: int, k1: int, c0: np.ndarray, c1: np.ndarray
     return x0, x1
 
 
+def threefry2x32_scalar(k0: int, k1: int, x0: int, x1: int) -> tuple[int, int]:
+    """threefry2x32-20 of one counter pair in plain Python ints (key splits: no numpy calls)."""
+    m = 0xFFFFFFFF
+    ks = (k0, k1, k0 ^ k1 ^ _PARITY)
+    x0 = (x0 + k0) & m
+    x1 = (x1 + k1) & m
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x0 = (x0 + x1) & m
+            x1 = ((x1 << r) | (x1 >> (32 - r))) & m
+            x1 ^= x0
+        x0 = (x0 + ks[(i + 1) % 3]) & m
+        x1 = (x1 + ks[(i + 2) % 3] + i + 1) & m
+    return x0, x1
+
+
+def split_scalar(k0: int, k1: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """MLX's split(key) into two keys: the 4 words of bits((2, 2)), as two (k0, k1) pairs."""
+    a0, a1 = threefry2x32_scalar(k0, k1, 0, 2)
+    b0, b1 = threefry2x32_scalar(k0, k1, 1, 3)
+    return (a0, b0), (a1, b1)
+
+
 def bits_words(k0: int, k1: int, words: int) -> np.ndarray:
     """The ``words`` 32-bit words MLX draws for one key."""
     half, odd = words // 2, words % 2
