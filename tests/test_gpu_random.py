@@ -111,6 +111,19 @@ def test_normal_family(n):
     both(lambda: pm.random.truncated_normal(-1.5, 2.0, (n,), key=K(4)), ulps=512)
 
 
+def test_fused_normal_equals_composition_on_gpu():
+    """Scalar loc/scale take the fused kernel, array ones the elementwise chain: the same bits
+    (both use the GPU's erfinvf and round each step in the dtype)."""
+    for dtype in (pm.float32, pm.float16, pm.bfloat16, pm.float64):
+        with pm.stream(pm.gpu):
+            a = pm.random.normal((4097,), dtype, 0.5, 2.0, key=K(3))
+            b = pm.random.normal((4097,), dtype, pm.array(0.5), pm.array(2.0), key=K(3))
+            pm.eval(a, b)
+        np.testing.assert_array_equal(_bits_view(host(a)), _bits_view(host(b)))
+    both(lambda: pm.random.normal((999,), pm.float64, loc=-1, scale=0.5, key=K(2)),
+         ulps=2.0 ** 31)
+
+
 def test_categorical():
     rng = np.random.default_rng(1)
     logits = (rng.standard_normal((37, 51)) * 3).astype(np.float32)

@@ -268,6 +268,19 @@ def normal(shape: Sequence[int] = (), dtype: Any = dt.float32, loc: Any = None,
         return samples
     if dtype.kind != "f":
         raise ValueError("[normal] Only floating point and complex64 types are supported.")
+    if (loc is None or _is_scalar(loc)) and (scale is None or _is_scalar(scale)):
+        # One fused draw (its numbers are the composition's below, on both backends).
+        lo = _scalar_in(_NEG_ONE_UP, dt.float32)
+        rng = _scalar_in(1.0, dt.float32) - lo
+        applied = np.array(_SQRT2).astype(dtype.np_dtype)[()]
+        if scale is not None:
+            with np.errstate(all="ignore"):
+                applied = applied * _scalar_in(scale, dtype)
+        loc_v = None if loc is None else float(_scalar_in(loc, dtype))
+        k = _resolve_key(key)
+        shape = _check_shape(shape)
+        return make(rp.RandomNormal(float(lo), float(rng), float(applied), loc_v), (k,), shape,
+                    dtype, s)
     u = _unit_pm1(shape, key, s)
     applied = from_data(np.array(_SQRT2, dt.float64.np_dtype).astype(dtype.np_dtype), dtype)
     if scale is not None:

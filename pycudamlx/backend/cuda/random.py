@@ -68,6 +68,21 @@ def uniform(key: Any, out: Any, low: float, range_: float, upper: float,
     _record_write(out, stream)
 
 
+def normal(key: Any, out: Any, low: float, range_: float, upper: float, applied: float,
+           loc: float | None, stream: CudaStream) -> None:
+    """out = loc + applied * erfinv(uniform(low, low + range)), rounded as MLX's chain."""
+    n = _size(out.shape)
+    if n:
+        pairs = n // 2 + n % 2
+        kp, ks = _key(key)
+        mod = _module(registry.random_module, (out.dtype.name,), stream.device)
+        mod[f"random_normal<{out.dtype.c_type}>"](
+            grid_for(pairs, BLOCK, stream.device), BLOCK, stream, kp, ks, _ptr(out), n,
+            float(low), float(range_), float(upper), float(applied),
+            0.0 if loc is None else float(loc), 0 if loc is None else 1)
+    _record_write(out, stream)
+
+
 def argmax_axis(x: Any, out: Any, axis: int, stream: CudaStream) -> None:
     """out (uint32) = the first index of the maximum of ``x`` along ``axis``."""
     n = _size(out.shape)

@@ -281,6 +281,8 @@ def scatter_module(dtype: str, index: str) -> ModuleSpec:
 
 #: Output dtypes of the fused uniform draw (MLX's uniform takes no others).
 RANDOM_UNIFORM_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
+#: Output dtypes of the fused normal draw.
+RANDOM_NORMAL_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16", "float64")
 #: Value dtypes of categorical's argmax (logits + float32 Gumbel noise).
 RANDOM_ARGMAX_DTYPES: tuple[str, ...] = ("float32", "float64")
 
@@ -302,12 +304,16 @@ def random_bits_module() -> ModuleSpec:
 
 @functools.lru_cache(maxsize=None)
 def random_module(dtype: str) -> ModuleSpec:
-    """The fused uniform draw into ``dtype`` and/or categorical's argmax over ``dtype``."""
+    """The fused uniform and normal draws into ``dtype``, categorical's argmax over it."""
     t = _ctype(dtype)
     kernels: list[KernelSpec] = []
     if dtype in RANDOM_UNIFORM_DTYPES:
         kernels.append(KernelSpec(f"random_uniform<{t}>",
                                   ("ptr", "i64", "ptr", "i64", "f32", "f32", "f32", "i32")))
+    if dtype in RANDOM_NORMAL_DTYPES:
+        kernels.append(KernelSpec(f"random_normal<{t}>",
+                                  ("ptr", "i64", "ptr", "i64", "f32", "f32", "f32", "f64", "f64",
+                                   "i32")))
     if dtype in RANDOM_ARGMAX_DTYPES:
         kernels.append(KernelSpec(f"argmax_axis<{t}>", ("ptr", "ptr", "i64", "i64", "i64")))
     return ModuleSpec(f"random.{dtype}", "random", _program("random.cu"), tuple(kernels),
@@ -317,7 +323,7 @@ def random_module(dtype: str) -> ModuleSpec:
 def random_modules(dtypes: Sequence[str]) -> list[ModuleSpec]:
     mods = [random_bits_module()] if dtypes else []
     return mods + [random_module(d) for d in dtypes
-                   if d in RANDOM_UNIFORM_DTYPES or d in RANDOM_ARGMAX_DTYPES]
+                   if d in RANDOM_NORMAL_DTYPES or d in RANDOM_ARGMAX_DTYPES]
 
 
 def _op_defined(op: optable.ElementwiseOp, dtype: str) -> bool:

@@ -176,6 +176,52 @@ class RandomUniform(Primitive):
         return [out]
 
 
+class RandomNormal(Primitive):
+    """normal with scalar loc/scale in one pass: u = range * unit + low in float32,
+    out = loc + applied * dtype(erfinv(u)), each step rounded in the output dtype (``applied``
+    = sqrt(2) * scale and ``loc`` are already values of that dtype; loc None: no add)."""
+
+    __slots__ = ("low", "range", "applied", "loc")
+    name = "random_normal"
+    gpu_kernel = True
+
+    def __init__(self, low: float, range_: float, applied: float, loc: float | None) -> None:
+        self.low = float(low)
+        self.range = float(range_)
+        self.applied = float(applied)
+        self.loc = None if loc is None else float(loc)
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        from ...backend import optable
+        from .elementwise import cast_numpy
+
+        shape, dtype = outs[0]
+        n = 1
+        for e in shape:
+            n *= e
+        k0, k1 = key_numpy(inputs[0])
+        with np.errstate(all="ignore"):
+            u = unit_numpy(bits_words(k0, k1, n), dt.float32)
+            u = np.float32(self.range) * u + np.float32(self.low)
+            t = cast_numpy(optable.OPS["erfinv"].numpy(u), dtype)
+            r = _scalar64(self.applied, dtype) * t
+            if self.loc is not None:
+                r = _scalar64(self.loc, dtype) + r
+        return [np.asarray(r, dtype.np_dtype).reshape(shape)]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, launch = _cuda()
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        launch.normal(inputs[0], out, self.low, self.range, float(UPPER["float32"]),
+                      self.applied, self.loc, stream)
+        return [out]
+
+
+def _scalar64(value: float, dtype: dt.Dtype) -> Any:
+    return np.array(value, np.float64).astype(dtype.np_dtype)[()]
+
+
 class ArgmaxAxis(Primitive):
     """Index (uint32) of the first maximum along ``axis`` (categorical's argmax)."""
 

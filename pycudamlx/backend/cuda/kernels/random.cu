@@ -95,6 +95,55 @@ __global__ void random_uniform(const uint32_t* __restrict__ key, int64_t kstride
   }
 }
 
+// ---- normal ----------------------------------------------------------------------------------
+
+// MLX's normal with scalar loc/scale: u = uniform(nextafter(-1, 0), 1) in float32,
+// out = loc + applied * T(erfinv(u)), applied = T(sqrt(2)) * T(scale); each step rounded in T
+// (float16/bfloat16 compute in float), the same erfinv as the unary kernel (erfinvf).
+template <typename T> struct NormalMath {
+  typedef float F;
+  PCM_DEVICE static F mul(F a, F b) { return __fmul_rn(a, b); }
+  PCM_DEVICE static F add(F a, F b) { return __fadd_rn(a, b); }
+};
+template <> struct NormalMath<double> {
+  typedef double F;
+  PCM_DEVICE static F mul(F a, F b) { return __dmul_rn(a, b); }
+  PCM_DEVICE static F add(F a, F b) { return __dadd_rn(a, b); }
+};
+
+template <typename T>
+PCM_DEVICE T normal_value(uint32_t bits, float low, float range, float upper, double applied,
+                          double loc, int has_loc) {
+  typedef NormalMath<T> M;
+  typedef typename M::F F;
+  const float u = uniform_value<float>(bits, low, range, upper, 1);
+  const T e = cast<T>(erfinvf(u));
+  T r = cast<T>(M::mul((F)applied, (F)to_compute(e)));
+  if (has_loc) r = cast<T>(M::add((F)loc, (F)to_compute(r)));
+  return r;
+}
+
+template <typename T>
+__global__ void random_normal(const uint32_t* __restrict__ key, int64_t kstride,
+                              T* __restrict__ out, int64_t n, float low, float range,
+                              float upper, double applied, double loc, int has_loc) {
+  const uint32_t k0 = key[0], k1 = key[kstride];
+  const int64_t half = n / 2, odd = n % 2;
+  PCM_GRID_STRIDE(i, half + odd) {
+    uint32_t x0 = (uint32_t)i, x1;
+    if (i < half) {
+      x1 = (uint32_t)(i + half + odd);
+      threefry2x32(k0, k1, x0, x1);
+      out[i] = normal_value<T>(x0, low, range, upper, applied, loc, has_loc);
+      out[i + half + odd] = normal_value<T>(x1, low, range, upper, applied, loc, has_loc);
+    } else {
+      x1 = 0;
+      threefry2x32(k0, k1, x0, x1);
+      out[half] = normal_value<T>(x0, low, range, upper, applied, loc, has_loc);
+    }
+  }
+}
+
 // ---- argmax along an axis (categorical) ------------------------------------------------------
 
 // x is contiguous (outer, k, inner); out[o * inner + i] = first index of the maximum over k
