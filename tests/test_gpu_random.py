@@ -124,14 +124,28 @@ def test_fused_normal_equals_composition_on_gpu():
          ulps=2.0 ** 31)
 
 
+def _mostly_same(fn, arrays: tuple) -> None:
+    """CPU and GPU indices agree but for draws whose top two candidates tie to the last bit of
+    the Gumbel noise (the GPU's logf rounds differently from numpy's)."""
+    with pm.stream(pm.cpu):
+        ref = np.array(fn(*[to_ours(a) for a in arrays]))
+    with pm.stream(pm.gpu):
+        out = fn(*[to_ours(a) for a in arrays])
+        pm.eval(out)
+    assert type(out._data).__name__ == "GpuArray" and out.dtype == pm.uint32
+    got = np.array(out)
+    assert got.shape == ref.shape and (got == ref).mean() > 0.99
+
+
 def test_categorical():
     rng = np.random.default_rng(1)
     logits = (rng.standard_normal((37, 51)) * 3).astype(np.float32)
     for axis in (0, 1, -1):
-        out = both(lambda x: pm.random.categorical(x, axis=axis, key=K(8)), arrays=(logits,))
-        assert out.dtype == pm.uint32
-    both(lambda x: pm.random.categorical(x, num_samples=9, key=K(8)), arrays=(logits,))
-    both(lambda x: pm.random.categorical(x, shape=(4, 37), key=K(8)), arrays=(logits,))
+        _mostly_same(lambda x: pm.random.categorical(x, axis=axis, key=K(8)), (logits,))
+    _mostly_same(lambda x: pm.random.categorical(x, num_samples=9, key=K(8)), (logits,))
+    _mostly_same(lambda x: pm.random.categorical(x, shape=(4, 37), key=K(8)), (logits,))
+    _mostly_same(lambda x: pm.random.categorical(x.astype(pm.float64), key=K(8)), (logits,))
+    _mostly_same(lambda x: pm.random.categorical(x.T, axis=0, key=K(8)), (logits,))
     v = np.log(rng.random(1000) + 1e-3).astype(np.float32)
     # one distribution: the inverse-CDF path (GPU expf may move a boundary draw: compare most)
     with pm.stream(pm.cpu):
