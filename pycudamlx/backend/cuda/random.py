@@ -16,7 +16,7 @@ from .launch import grid_for
 from .stream import CudaStream
 
 _module = compiler.module_for
-#: bitonic_local sorts tiles of 2 * _LOCAL_THREADS keys (16 KiB of shared memory).
+#: bitonic_local sorts tiles of 2 * _LOCAL_THREADS keys (8 KiB of shared memory).
 _LOCAL_THREADS = 512
 
 
