@@ -73,6 +73,15 @@ def test_uniform_and_bits(n):
         both(lambda: pm.random.randint(0, 200, (n,), dtype=pm.uint8, key=K(seed)))
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16",
+                                   "uint32", "uint64", "bool_"])
+def test_randint_dtypes(dtype):
+    d = getattr(pm, dtype)
+    for lo, hi in [(0, 100), (-5, 3), (3, 3), (5, 2), (0, 300), (0.5, 10.7), (2**24, 2**24 + 2)]:
+        both(lambda: pm.random.randint(lo, hi, (4097,), d, key=K(9)))
+        both(lambda: pm.random.randint(pm.array(lo), pm.array(hi), (4097,), d, key=K(9)))
+
+
 def test_bits_widths_and_split():
     from pycudamlx.core import random as r
 

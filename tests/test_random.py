@@ -425,3 +425,29 @@ def test_signatures(mx):
 ])
 def test_argument_conversions(mx, text):
     run(mx, text, message=False, ulps=4)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                                   "uint64", "float32", "float16", "bfloat16", "float64"])
+def test_fused_draws_equal_the_composition(dtype):
+    """Scalar bounds take one fused primitive; array bounds the op chain MLX builds. Same bits."""
+    d = getattr(pm, dtype)
+    k = pm.random.key(5)
+
+    def same(a, b):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(np.array(a).view(np.uint8), np.array(b).view(np.uint8))
+
+    if dtype.startswith(("int", "uint")):
+        for lo, hi in [(0, 10), (-5, 3), (3, 3), (5, 2), (0, 300), (-2**31, 2**31 - 1),
+                       (0.5, 10.7), (-1.5, 2), (2**24, 2**24 + 2)]:
+            same(pm.random.randint(lo, hi, (999,), d, key=k),
+                 pm.random.randint(pm.array(lo), pm.array(hi), (999,), d, key=k))
+        return
+    for loc, scale in [(None, None), (1.5, None), (None, 3), (-2, 7.5)]:
+        same(pm.random.normal((1001,), d, loc, scale, key=k),
+             pm.random.normal((1001,), d, None if loc is None else pm.array(loc),
+                              None if scale is None else pm.array(scale), key=k))
+    if dtype != "float64":
+        same(pm.random.uniform(-3, 5.5, (1001,), d, key=k),
+             pm.random.uniform(pm.array(-3), pm.array(5.5), (1001,), d, key=k))

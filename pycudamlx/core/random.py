@@ -304,6 +304,18 @@ def randint(low: Any, high: Any, shape: Sequence[int] = (), dtype: Any = dt.int3
     shape = _shape_tuple(shape, "randint")
     lo_a = as_array(low)
     hi_a = as_array(high)
+    if _is_scalar(low) and _is_scalar(high) and dtype is not dt.bool_:
+        # One fused draw (the composition's numbers below, on both backends).
+        lo_f = _scalar_in(low, dt.float32)
+        with np.errstate(all="ignore"):
+            rng_f = _scalar_in(high, dt.float32) - lo_f
+            h = np.asarray(hi_a._numpy())
+            hi1 = cast_numpy(np.subtract(h, np.ones((), h.dtype)), dtype)[()]
+        lo_d = cast_numpy(np.asarray(lo_a._numpy()), dtype)[()]
+        k = _resolve_key(key)
+        shape = _check_shape(shape)
+        return make(rp.RandomRandint(float(lo_f), float(rng_f), int(hi1), int(lo_d)), (k,),
+                    shape, dtype, s)
     u = _uniform(low if _is_scalar(low) else lo_a, high if _is_scalar(high) else hi_a, shape,
                  dt.float32, key, s)
     out = astype(floor(u, stream=s), dtype, s)

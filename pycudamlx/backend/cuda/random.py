@@ -83,6 +83,24 @@ def normal(key: Any, out: Any, low: float, range_: float, upper: float, applied:
     _record_write(out, stream)
 
 
+def randint(key: Any, out: Any, low: float, range_: float, upper: float, hi1: int, lo: int,
+            stream: CudaStream) -> None:
+    """out = max(min(floor(range * unit + low), hi1), lo) (MLX 0.32.4's randint)."""
+    n = _size(out.shape)
+    if n:
+        pairs = n // 2 + n % 2
+        kp, ks = _key(key)
+        mod = _module(registry.random_module, (out.dtype.name,), stream.device)
+        affine = 0 if (range_ == 1.0 and low == 0.0) else 1
+        mask, sign = (1 << 64) - 1, 1 << 63
+        hi1_bits = ((hi1 & mask) ^ sign) - sign  # the value's bits as a signed 64-bit argument
+        lo_bits = ((lo & mask) ^ sign) - sign
+        mod[f"random_randint<{out.dtype.c_type}>"](
+            grid_for(pairs, BLOCK, stream.device), BLOCK, stream, kp, ks, _ptr(out), n,
+            float(low), float(range_), float(upper), affine, hi1_bits, lo_bits)
+    _record_write(out, stream)
+
+
 def argmax_axis(x: Any, out: Any, axis: int, stream: CudaStream) -> None:
     """out (uint32) = the first index of the maximum of ``x`` along ``axis``."""
     n = _size(out.shape)

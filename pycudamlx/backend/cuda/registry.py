@@ -283,6 +283,9 @@ def scatter_module(dtype: str, index: str) -> ModuleSpec:
 RANDOM_UNIFORM_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
 #: Output dtypes of the fused normal draw.
 RANDOM_NORMAL_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16", "float64")
+#: Output dtypes of the fused randint draw (bool takes the elementwise chain).
+RANDOM_RANDINT_DTYPES: tuple[str, ...] = ("uint8", "uint16", "uint32", "uint64", "int8", "int16",
+                                          "int32", "int64")
 #: Value dtypes of categorical's argmax (logits + float32 Gumbel noise).
 RANDOM_ARGMAX_DTYPES: tuple[str, ...] = ("float32", "float64")
 
@@ -304,7 +307,7 @@ def random_bits_module() -> ModuleSpec:
 
 @functools.lru_cache(maxsize=None)
 def random_module(dtype: str) -> ModuleSpec:
-    """The fused uniform and normal draws into ``dtype``, categorical's argmax over it."""
+    """The fused uniform/normal/randint draws into ``dtype``, categorical's argmax over it."""
     t = _ctype(dtype)
     kernels: list[KernelSpec] = []
     if dtype in RANDOM_UNIFORM_DTYPES:
@@ -316,6 +319,10 @@ def random_module(dtype: str) -> ModuleSpec:
                                    "i32")))
     if dtype in RANDOM_ARGMAX_DTYPES:
         kernels.append(KernelSpec(f"argmax_axis<{t}>", ("ptr", "ptr", "i64", "i64", "i64")))
+    if dtype in RANDOM_RANDINT_DTYPES:
+        kernels.append(KernelSpec(f"random_randint<{t}>",
+                                  ("ptr", "i64", "ptr", "i64", "f32", "f32", "f32", "i32", "i64",
+                                   "i64")))
     return ModuleSpec(f"random.{dtype}", "random", _program("random.cu"), tuple(kernels),
                       (dtype,))
 
@@ -323,7 +330,8 @@ def random_module(dtype: str) -> ModuleSpec:
 def random_modules(dtypes: Sequence[str]) -> list[ModuleSpec]:
     mods = [random_bits_module()] if dtypes else []
     return mods + [random_module(d) for d in dtypes
-                   if d in RANDOM_NORMAL_DTYPES or d in RANDOM_ARGMAX_DTYPES]
+                   if d in RANDOM_NORMAL_DTYPES or d in RANDOM_ARGMAX_DTYPES
+                   or d in RANDOM_RANDINT_DTYPES]
 
 
 def _op_defined(op: optable.ElementwiseOp, dtype: str) -> bool:

@@ -222,6 +222,47 @@ def _scalar64(value: float, dtype: dt.Dtype) -> Any:
     return np.array(value, np.float64).astype(dtype.np_dtype)[()]
 
 
+class RandomRandint(Primitive):
+    """randint with scalar bounds in one pass: u = range * unit + low in float32, out =
+    max(min(dtype(floor(u)), hi1), lo) (``hi1`` = dtype(high - 1), ``lo`` = dtype(low), Python
+    ints of the dtype's values)."""
+
+    __slots__ = ("low", "range", "hi1", "lo")
+    name = "random_randint"
+    gpu_kernel = True
+
+    def __init__(self, low: float, range_: float, hi1: int, lo: int) -> None:
+        self.low = float(low)
+        self.range = float(range_)
+        self.hi1 = int(hi1)
+        self.lo = int(lo)
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        from .elementwise import cast_numpy
+
+        shape, dtype = outs[0]
+        n = 1
+        for e in shape:
+            n *= e
+        k0, k1 = key_numpy(inputs[0])
+        with np.errstate(all="ignore"):
+            u = unit_numpy(bits_words(k0, k1, n), dt.float32)
+            if self.range != 1.0 or self.low != 0.0:
+                u = np.float32(self.range) * u + np.float32(self.low)
+            v = cast_numpy(np.floor(u), dtype)
+        t = dtype.np_dtype.type
+        v = np.maximum(np.minimum(v, t(self.hi1)), t(self.lo))
+        return [v.reshape(shape)]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, launch = _cuda()
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        launch.randint(inputs[0], out, self.low, self.range, float(UPPER["float32"]), self.hi1,
+                       self.lo, stream)
+        return [out]
+
+
 class ArgmaxAxis(Primitive):
     """Index (uint32) of the first maximum along ``axis`` (categorical's argmax)."""
 

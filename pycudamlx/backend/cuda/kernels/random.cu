@@ -144,6 +144,41 @@ __global__ void random_normal(const uint32_t* __restrict__ key, int64_t kstride,
   }
 }
 
+// ---- randint ---------------------------------------------------------------------------------
+
+// MLX 0.32.4's randint with scalar bounds: u = uniform(low, high) in float32, out =
+// max(min(T(floor(u)), hi1), lo) with hi1 = T(high - 1) and lo = T(low) computed on the host.
+template <typename T>
+PCM_DEVICE T randint_value(uint32_t bits, float low, float range, float upper, int affine, T hi1,
+                           T lo) {
+  const float u = uniform_value<float>(bits, low, range, upper, affine);
+  T v = cast<T>(floorf(u));
+  v = v < hi1 ? v : hi1;
+  return v > lo ? v : lo;
+}
+
+template <typename T>
+__global__ void random_randint(const uint32_t* __restrict__ key, int64_t kstride,
+                               T* __restrict__ out, int64_t n, float low, float range,
+                               float upper, int affine, int64_t hi1_bits, int64_t lo_bits) {
+  const uint32_t k0 = key[0], k1 = key[kstride];
+  const T hi1 = (T)hi1_bits, lo = (T)lo_bits;
+  const int64_t half = n / 2, odd = n % 2;
+  PCM_GRID_STRIDE(i, half + odd) {
+    uint32_t x0 = (uint32_t)i, x1;
+    if (i < half) {
+      x1 = (uint32_t)(i + half + odd);
+      threefry2x32(k0, k1, x0, x1);
+      out[i] = randint_value<T>(x0, low, range, upper, affine, hi1, lo);
+      out[i + half + odd] = randint_value<T>(x1, low, range, upper, affine, hi1, lo);
+    } else {
+      x1 = 0;
+      threefry2x32(k0, k1, x0, x1);
+      out[half] = randint_value<T>(x0, low, range, upper, affine, hi1, lo);
+    }
+  }
+}
+
 // ---- argmax along an axis (categorical) ------------------------------------------------------
 
 // x is contiguous (outer, k, inner); out[o * inner + i] = first index of the maximum over k
