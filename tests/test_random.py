@@ -238,7 +238,8 @@ def test_randint_dtypes(mx, seed, dtype):
 
 @pytest.mark.parametrize("text", [
     "M.random.randint(-5, 3, (1000,), key=K)", "M.random.randint(5, 2, (10,), key=K)",
-    "M.random.randint(0, 2**30, (100,), key=K)", "M.random.randint(-2**31, 2**31 - 1, (50,), key=K)",
+    "M.random.randint(0, 2**30, (100,), key=K)",
+    "M.random.randint(-2**31, 2**31 - 1, (50,), key=K)",
     "M.random.randint(2**24, 2**24 + 2, (200,), key=K)",
     "M.random.randint(2**40, 2**40 + 1024, (20,), M.int64, key=K)",
     "M.random.randint(0.5, 10.7, (30,), key=K)", "M.random.randint(0, 1, (), key=K)",
@@ -283,7 +284,8 @@ def test_bernoulli(mx, text):
 @pytest.mark.parametrize("text", [
     "M.random.truncated_normal(-1, 1, key=K)", "M.random.truncated_normal(-1, 1, (501,), key=K)",
     "M.random.truncated_normal(0.5, 3, (64,), key=K)",
-    "M.random.truncated_normal(LO, 1.5, key=K)", "M.random.truncated_normal(LO, HI, (2, 4, 3), key=K)",
+    "M.random.truncated_normal(LO, 1.5, key=K)",
+    "M.random.truncated_normal(LO, HI, (2, 4, 3), key=K)",
     "M.random.truncated_normal(-2, 2, (64,), M.float16, key=K)",
     "M.random.truncated_normal(-2, 2, (64,), M.bfloat16, key=K)",
     "M.random.truncated_normal(-1, 1, (3,), M.int32, key=K)",
@@ -324,7 +326,8 @@ def test_gumbel_laplace(mx, text):
     "M.random.categorical(LG, shape=(5, 3), key=K)",
     "M.random.categorical(LG, num_samples=7, key=K)",
     "M.random.categorical(LG, axis=0, num_samples=2, key=K)",
-    "M.random.categorical(L3, axis=1, key=K)", "M.random.categorical(L3, axis=1, shape=(2, 4, 6), key=K)",
+    "M.random.categorical(L3, axis=1, key=K)",
+    "M.random.categorical(L3, axis=1, shape=(2, 4, 6), key=K)",
     "M.random.categorical(L3, axis=2, num_samples=3, key=K)",
     "M.random.categorical(LG.astype(M.float16), key=K)", "M.random.categorical(LI, key=K)",
     "M.random.categorical(V, key=K)", "M.random.categorical(V, num_samples=50, key=K)",
@@ -333,13 +336,16 @@ def test_gumbel_laplace(mx, text):
     "M.random.categorical(LG, num_samples=5, shape=(3, 5), key=K)",
     # one distribution: MLX 0.32.4 inverts its CDF instead of adding Gumbel noise
     "M.random.categorical(V, shape=(2, 3), key=K)", "M.random.categorical(V, shape=(), key=K)",
-    "M.random.categorical(V, num_samples=1, key=K)", "M.random.categorical(V[None], num_samples=9, key=K)",
-    "M.random.categorical(V[None], shape=(4, 1), key=K)", "M.random.categorical(V[:, None], axis=0, num_samples=9, key=K)",
+    "M.random.categorical(V, num_samples=1, key=K)",
+    "M.random.categorical(V[None], num_samples=9, key=K)",
+    "M.random.categorical(V[None], shape=(4, 1), key=K)",
+    "M.random.categorical(V[:, None], axis=0, num_samples=9, key=K)",
     "M.random.categorical(V[None], axis=1, shape=(3, 2), key=K)",
     "M.random.categorical(V, num_samples=3000, key=K)",
     "M.random.categorical(M.zeros((3, 0)), key=K)", "M.random.categorical(M.zeros((0, 4)), key=K)",
     "M.random.categorical(M.zeros((0,)), num_samples=3, key=K)",
-    "M.random.categorical(V, num_samples=0, key=K)", "M.random.categorical(V, num_samples=-1, key=K)",
+    "M.random.categorical(V, num_samples=0, key=K)",
+    "M.random.categorical(V, num_samples=-1, key=K)",
     "M.random.categorical(LG, shape=(0, 3), key=K)",
 ])
 def test_categorical(mx, text):
@@ -418,9 +424,11 @@ def test_signatures(mx):
     "M.random.split(K, np.int64(3))", "M.random.split(K, 2.0)",
     "M.random.uniform(shape=5, key=K)", "M.random.uniform(shape=[2, 3.0], key=K)",
     "M.random.uniform(shape=(2,), key=[1, 2])", "M.random.permutation(5.0, key=K)",
-    "M.random.permutation(np.int64(4), key=K)", "M.random.categorical(M.zeros((2, 3)), axis=1.0, key=K)",
+    "M.random.permutation(np.int64(4), key=K)",
+    "M.random.categorical(M.zeros((2, 3)), axis=1.0, key=K)",
     "M.random.normal(shape=(2,), loc=M.zeros((2, 3)), key=K)",
-    "M.random.randint(0, 10, (2,), dtype=None, key=K)", "M.random.uniform(shape=(2,), dtype=None, key=K)",
+    "M.random.randint(0, 10, (2,), dtype=None, key=K)",
+    "M.random.uniform(shape=(2,), dtype=None, key=K)",
     "M.random.truncated_normal(1, -1, (3,), key=K)", "M.random.laplace((2,), loc=1, key=K)",
 ])
 def test_argument_conversions(mx, text):

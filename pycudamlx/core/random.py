@@ -28,7 +28,7 @@ from .elementwise import (
     abs as _abs, add, divide, erf, erfinv, floor, less, log, log1p, maximum, minimum, multiply,
     negative, sign, subtract,
 )
-from .shape import broadcast_shapes, expand_dims, fmt_shape, squeeze
+from .shape import broadcast_shapes, expand_dims, fmt_shape
 
 __all__ = [
     "seed", "key", "split", "uniform", "normal", "randint", "bernoulli", "truncated_normal",
