@@ -44,13 +44,16 @@ def threefry2x32(k0: int, k1: int, c0: np.ndarray, c1: np.ndarray
     with np.errstate(over="ignore"):
         x0 = c0.astype(np.uint32) + ks[0]
         x1 = c1.astype(np.uint32) + ks[1]
+        t = np.empty_like(x1)
         for i in range(5):
             for r in _ROTATIONS[i % 2]:
-                x0 += x1
-                x1 = (x1 << u32(r)) | (x1 >> u32(32 - r))
-                x1 ^= x0
-            x0 += ks[(i + 1) % 3]
-            x1 += u32((int(ks[(i + 2) % 3]) + i + 1) & 0xFFFFFFFF)
+                np.add(x0, x1, out=x0)
+                np.left_shift(x1, u32(r), out=t)      # rotate left in place, no temporaries
+                np.right_shift(x1, u32(32 - r), out=x1)
+                np.bitwise_or(x1, t, out=x1)
+                np.bitwise_xor(x1, x0, out=x1)
+            np.add(x0, ks[(i + 1) % 3], out=x0)
+            np.add(x1, u32((int(ks[(i + 2) % 3]) + i + 1) & 0xFFFFFFFF), out=x1)
     return x0, x1
 
 
@@ -113,9 +116,10 @@ def key_numpy(key: np.ndarray) -> tuple[int, int]:
 def unit_numpy(words: np.ndarray, dtype: dt.Dtype) -> np.ndarray:
     """MLX's unit draw: min(float32(bits) / (2**32 - 1), below_one(dtype)) cast to dtype."""
     with np.errstate(all="ignore"):
-        u = words.astype(np.float32) / MAXVAL
-        u = np.minimum(u, UPPER[dtype.name])
-    return u.astype(dtype.np_dtype)
+        u = words.astype(np.float32)
+        np.divide(u, MAXVAL, out=u)
+        np.minimum(u, UPPER[dtype.name], out=u)
+    return u if dtype is dt.float32 else u.astype(dtype.np_dtype)
 
 
 def _scalar(value: float, dtype: dt.Dtype) -> Any:
