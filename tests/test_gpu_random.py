@@ -82,6 +82,17 @@ def test_randint_dtypes(dtype):
         both(lambda: pm.random.randint(pm.array(lo), pm.array(hi), (4097,), d, key=K(9)))
 
 
+def test_bernoulli_scalar_and_array_p():
+    for p in (0.0, 1.0, 0.5, 0.1, 1e-10):
+        both(lambda: pm.random.bernoulli(p, (4099,), key=K(4)))
+        both(lambda: pm.random.bernoulli(pm.array(p), (4099,), key=K(4)))
+        with pm.stream(pm.gpu):
+            a = pm.random.bernoulli(p, (4099,), key=K(4))
+            b = pm.random.bernoulli(pm.array(p), (4099,), key=K(4))
+            pm.eval(a, b)
+        np.testing.assert_array_equal(np.array(a), np.array(b))
+
+
 def test_bits_widths_and_split():
     from pycudamlx.core import random as r
 

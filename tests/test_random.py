@@ -459,3 +459,16 @@ def test_fused_draws_equal_the_composition(dtype):
     if dtype != "float64":
         same(pm.random.uniform(-3, 5.5, (1001,), d, key=k),
              pm.random.uniform(pm.array(-3), pm.array(5.5), (1001,), d, key=k))
+
+
+def test_fused_bernoulli_equals_the_composition():
+    k = pm.random.key(8)
+    for p in (0.0, 1.0, -1.0, 2.0, 0.5, 0.3, 1e-10, 0.9999999):
+        for shape in ((), (1,), (7,), (1000,), (3, 0)):
+            a = pm.random.bernoulli(p, shape, key=k)
+            b = pm.random.bernoulli(pm.array(p), shape, key=k)
+            assert a.dtype == b.dtype == pm.bool_ and a.shape == b.shape
+            np.testing.assert_array_equal(np.array(a), np.array(b))
+    a = pm.random.bernoulli(np.float64(0.25), (999,), key=k)
+    b = pm.random.bernoulli(pm.array(np.float64(0.25)), (999,), key=k)
+    np.testing.assert_array_equal(np.array(a), np.array(b))

@@ -67,6 +67,8 @@ void h_blocal(uint64_t* k, int64_t p, int64_t kk, int64_t jmax, int64_t blocks) 
   for (long long b = 0; b < blocks; ++b) { blockIdx.x = b; bitonic_local(k, p, kk, jmax); }
   blockIdx.x = 0; }
 void h_bextract(const uint64_t* k, uint32_t* o, int64_t n) { bitonic_extract(k, o, n); }
+void h_bern(const uint32_t* k, int64_t s, bool* o, int64_t n, double t, int d) {
+  random_bernoulli(k, s, o, n, t, d); }
 void h_ccdf(const float* v, float* c, int64_t n) { categorical_cdf(v, c, n); }
 void h_csearch(const float* c, const float* u, uint32_t* o, int64_t n, int64_t m) {
   categorical_search(c, u, o, n, m); }
@@ -219,3 +221,17 @@ def test_inverse_cdf(lib):
         lib.h_csearch(_p(cdf), _p(u), _p(out), I64(n), I64(500))
         ref = rp.CategoricalIcdf().eval_cpu([v, u], [((500,), dt.uint32)])[0]
         assert (out == ref).mean() > 0.99  # host expf vs numpy's exp: last-bit boundaries
+
+
+def test_fused_bernoulli(lib):
+    for k0, k1 in KEYS:
+        ka = _key(k0, k1, 1)
+        for n in (0, 1, 2, 3, 1001):
+            for thr, in_double in ((0.5 * 4294967808.0, False), (0.3 * 4294967808.0, True),
+                                   (0.0, False), (4294967808.0, False)):
+                out = np.zeros(max(n, 1), np.bool_)
+                lib.h_bern(_p(ka), I64(1), _p(out), I64(n), ctypes.c_double(thr),
+                           I32(int(in_double)))
+                ref = rp.RandomBernoulli(thr, in_double).eval_cpu(
+                    [np.array([k0, k1], np.uint32)], [((n,), dt.bool_)])[0]
+                np.testing.assert_array_equal(out[:n], ref)

@@ -329,10 +329,21 @@ def bernoulli(p: Any = 0.5, shape: Sequence[int] | None = None, key: array | Non
     """Booleans that are true with probability ``p``: bits < p * nextafter(2**32 - 1, inf)."""
     key = _take_key(key)
     s = dev.resolve_stream(stream)
+    p_scalar = _is_scalar(p)
     p = as_array(p)
     if p._dtype.kind != "f":
         raise ValueError("[bernoulli] bernoulli probability `p` must be a float type.")
     shape = p._shape if shape is None else _shape_tuple(shape, "bernoulli")
+    if p_scalar:
+        # One fused draw (dropout's case): bits < p * upper in float32 (float64 for float64 p).
+        dtype = dt.promote_types(p._dtype, dt.float32)
+        pv = np.asarray(p._numpy()).astype(dtype.np_dtype)
+        with np.errstate(all="ignore"):
+            thr = pv * np.array(_BERNOULLI_UPPER, np.float32).astype(dtype.np_dtype)
+        k = _resolve_key(key)
+        shape = _check_shape(shape)
+        return make(rp.RandomBernoulli(float(thr), dtype is dt.float64), (k,), shape, dt.bool_,
+                    s)
     b = _bits(shape, 4, key, s)
     upper = from_data(np.array(_BERNOULLI_UPPER, np.float32), dt.float32)
     res = less(b, multiply(p, upper, stream=s), stream=s)

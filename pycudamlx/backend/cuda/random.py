@@ -101,6 +101,18 @@ def randint(key: Any, out: Any, low: float, range_: float, upper: float, hi1: in
     _record_write(out, stream)
 
 
+def bernoulli(key: Any, out: Any, thr: float, in_double: bool, stream: CudaStream) -> None:
+    """out (bool) = bits < thr, compared in float32 (or float64)."""
+    n = _size(out.shape)
+    if n:
+        pairs = n // 2 + n % 2
+        kp, ks = _key(key)
+        mod = _module(registry.random_bits_module, (), stream.device)
+        mod["random_bernoulli"](grid_for(pairs, BLOCK, stream.device), BLOCK, stream, kp, ks,
+                                _ptr(out), n, float(thr), 1 if in_double else 0)
+    _record_write(out, stream)
+
+
 def argmax_axis(x: Any, out: Any, axis: int, stream: CudaStream) -> None:
     """out (uint32) = the first index of the maximum of ``x`` along ``axis``."""
     n = _size(out.shape)

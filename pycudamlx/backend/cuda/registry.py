@@ -292,7 +292,8 @@ RANDOM_ARGMAX_DTYPES: tuple[str, ...] = ("float32", "float64")
 
 @functools.lru_cache(maxsize=None)
 def random_bits_module() -> ModuleSpec:
-    """Raw bits, the bitonic argsort of bits (permutation), one distribution's inverse CDF."""
+    """Raw bits, bernoulli with a scalar p, the bitonic argsort of bits (permutation), one
+    distribution's inverse CDF."""
     kernels = (
         KernelSpec("random_bits", ("ptr", "i64", "ptr", "i64")),
         KernelSpec("bitonic_init", ("ptr", "ptr", "i64", "i64")),
@@ -301,6 +302,7 @@ def random_bits_module() -> ModuleSpec:
         KernelSpec("bitonic_extract", ("ptr", "ptr", "i64")),
         KernelSpec("categorical_cdf", ("ptr", "ptr", "i64")),
         KernelSpec("categorical_search", ("ptr", "ptr", "ptr", "i64", "i64")),
+        KernelSpec("random_bernoulli", ("ptr", "i64", "ptr", "i64", "f64", "i32")),
     )
     return ModuleSpec("random.bits", "random", _program("random.cu"), kernels, ("uint32",))
 

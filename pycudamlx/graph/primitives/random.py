@@ -267,6 +267,39 @@ class RandomRandint(Primitive):
         return [out]
 
 
+class RandomBernoulli(Primitive):
+    """bernoulli with a scalar p in one pass: bits < thr (thr = p * nextafter(2**32 - 1, inf)
+    in the comparison dtype: float32, or float64 for a float64 p)."""
+
+    __slots__ = ("thr", "in_double")
+    name = "random_bernoulli"
+    gpu_kernel = True
+
+    def __init__(self, thr: float, in_double: bool) -> None:
+        self.thr = float(thr)
+        self.in_double = bool(in_double)
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        shape, _ = outs[0]
+        n = 1
+        for e in shape:
+            n *= e
+        k0, k1 = key_numpy(inputs[0])
+        w = bits_words(k0, k1, n)
+        if self.in_double:
+            res = w.astype(np.float64) < self.thr
+        else:
+            res = w.astype(np.float32) < np.float32(self.thr)
+        return [res.reshape(shape)]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, launch = _cuda()
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        launch.bernoulli(inputs[0], out, self.thr, self.in_double, stream)
+        return [out]
+
+
 class ArgmaxAxis(Primitive):
     """Index (uint32) of the first maximum along ``axis`` (categorical's argmax)."""
 

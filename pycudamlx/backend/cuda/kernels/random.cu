@@ -179,6 +179,30 @@ __global__ void random_randint(const uint32_t* __restrict__ key, int64_t kstride
   }
 }
 
+// ---- bernoulli -------------------------------------------------------------------------------
+
+// MLX's bernoulli with a scalar p: bits < p * nextafter(2^32 - 1, inf), compared in float32
+// (the bits converted with rounding, as the uint32 -> float32 promotion does) or, for a
+// float64 p, in float64. thr is that product, computed on the host in the comparison dtype.
+__global__ void random_bernoulli(const uint32_t* __restrict__ key, int64_t kstride,
+                                 bool* __restrict__ out, int64_t n, double thr, int in_double) {
+  const uint32_t k0 = key[0], k1 = key[kstride];
+  const float thr_f = (float)thr;
+  const int64_t half = n / 2, odd = n % 2;
+  PCM_GRID_STRIDE(i, half + odd) {
+    uint32_t x0 = (uint32_t)i, x1;
+    x1 = i < half ? (uint32_t)(i + half + odd) : 0u;
+    threefry2x32(k0, k1, x0, x1);
+    if (in_double) {
+      out[i] = (double)x0 < thr;
+      if (i < half) out[i + half + odd] = (double)x1 < thr;
+    } else {
+      out[i] = __uint2float_rn(x0) < thr_f;
+      if (i < half) out[i + half + odd] = __uint2float_rn(x1) < thr_f;
+    }
+  }
+}
+
 // ---- argmax along an axis (categorical) ------------------------------------------------------
 
 // x is contiguous (outer, k, inner); out[o * inner + i] = first index of the maximum over k
