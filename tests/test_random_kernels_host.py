@@ -69,6 +69,10 @@ void h_blocal(uint64_t* k, int64_t p, int64_t kk, int64_t jmax, int64_t blocks) 
 void h_bextract(const uint64_t* k, uint32_t* o, int64_t n) { bitonic_extract(k, o, n); }
 void h_bern(const uint32_t* k, int64_t s, bool* o, int64_t n, double t, int d) {
   random_bernoulli(k, s, o, n, t, d); }
+#define NORM(N, T) void h_norm_##N(const uint32_t* k, int64_t s, T* o, int64_t n, float lo, \
+    float r, float up, double ap, double loc, int hl) { \
+    random_normal<T>(k, s, o, n, lo, r, up, ap, loc, hl); }
+NORM(float32, float) NORM(float16, __half) NORM(bfloat16, __nv_bfloat16) NORM(float64, double)
 void h_ccdf(const float* v, float* c, int64_t n) { categorical_cdf(v, c, n); }
 void h_csearch(const float* c, const float* u, uint32_t* o, int64_t n, int64_t m) {
   categorical_search(c, u, o, n, m); }
@@ -235,3 +239,29 @@ def test_fused_bernoulli(lib):
                 ref = rp.RandomBernoulli(thr, in_double).eval_cpu(
                     [np.array([k0, k1], np.uint32)], [((n,), dt.bool_)])[0]
                 np.testing.assert_array_equal(out[:n], ref)
+
+
+@pytest.mark.parametrize("name", ["float32", "float16", "bfloat16", "float64"])
+def test_fused_normal_chain(lib, name, monkeypatch):
+    """The normal kernel's chain around erfinv (the host build's erfinvf is the identity, and so
+    is the reference's here): cast to the dtype, times sqrt(2) * scale, plus loc, each rounded."""
+    import dataclasses
+
+    from pycudamlx.backend import optable
+
+    monkeypatch.setitem(optable.OPS, "erfinv",
+                        dataclasses.replace(optable.OPS["erfinv"], numpy=lambda a: a))
+    fn = getattr(lib, f"h_norm_{name}")
+    d = dt.by_name[name]
+    lo = float(np.nextafter(np.float32(-1), np.float32(0)))
+    for applied, loc in ((np.sqrt(2.0), None), (np.sqrt(2.0) * 3, 0.5), (0.7, -2.25)):
+        applied = float(np.array(applied).astype(d.np_dtype))
+        for k0, k1 in KEYS:
+            ka = _key(k0, k1, 1)
+            out = np.zeros(1001, d.np_dtype)
+            fn(_p(ka), I64(1), _p(out), I64(1001), F32(lo), F32(2.0),
+               F32(float(rp.UPPER["float32"])), ctypes.c_double(applied),
+               ctypes.c_double(0.0 if loc is None else loc), I32(0 if loc is None else 1))
+            ref = rp.RandomNormal(lo, 2.0, applied, loc).eval_cpu(
+                [np.array([k0, k1], np.uint32)], [((1001,), d)])[0]
+            np.testing.assert_array_equal(out.view(np.uint8), ref.view(np.uint8))
