@@ -398,8 +398,12 @@ def laplace(shape: Sequence[int] = (), dtype: Any = dt.float32, loc: float = 0.0
     loc, scale = float(loc), float(scale)
     s = dev.resolve_stream(stream)
     u = _unit_pm1(_shape_tuple(shape, "laplace"), key, s)
+    # MLX multiplies by -1 as an array of the output dtype: a float64 draw takes its log1p in
+    # float64 (the float32 uniform promoted), the others in float32.
+    minus_one = from_data(np.array(-1.0).astype(dtype.np_dtype), dtype)
     samples = multiply(sign(u, stream=s),
-                       log1p(multiply(-1.0, _abs(u, stream=s), stream=s), stream=s), stream=s)
+                       log1p(multiply(minus_one, _abs(u, stream=s), stream=s), stream=s),
+                       stream=s)
     samples = astype(samples, dtype, s)
     if scale != 1.0:
         samples = multiply(from_data(np.array(scale, np.float32).astype(dtype.np_dtype), dtype),
