@@ -30,3 +30,4 @@ from . import cuda, metal  # noqa: F401,E402
 from .shape import *  # noqa: F401,F403,E402
 from .indexing import *  # noqa: F401,F403,E402
 from .matmul import *  # noqa: F401,F403,E402
+from . import random  # noqa: F401,E402

@@ -365,6 +365,65 @@ def gemm_mma_module(dtype: str) -> ModuleSpec:
     return ModuleSpec(f"gemm_mma.{dtype}", "gemm_mma", _program("gemm.cu"), kernels, (dtype,),
                       min_cc=80)
 
+# mx.random (random.cu): threefry bits and the dtype-free helpers in one module, the fused
+# uniform per float dtype, categorical's argmax for its two value dtypes.
+
+#: Output dtypes of the fused uniform draw (MLX's uniform takes no others).
+RANDOM_UNIFORM_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
+#: Output dtypes of the fused normal draw.
+RANDOM_NORMAL_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16", "float64")
+#: Output dtypes of the fused randint draw (bool takes the elementwise chain).
+RANDOM_RANDINT_DTYPES: tuple[str, ...] = ("uint8", "uint16", "uint32", "uint64", "int8", "int16",
+                                          "int32", "int64")
+#: Value dtypes of categorical's argmax (logits + float32 Gumbel noise).
+RANDOM_ARGMAX_DTYPES: tuple[str, ...] = ("float32", "float64")
+
+
+@functools.lru_cache(maxsize=None)
+def random_bits_module() -> ModuleSpec:
+    """Raw bits, bernoulli with a scalar p, the bitonic argsort of bits (permutation), one
+    distribution's inverse CDF."""
+    kernels = (
+        KernelSpec("random_bits", ("ptr", "i64", "ptr", "i64")),
+        KernelSpec("bitonic_init", ("ptr", "ptr", "i64", "i64")),
+        KernelSpec("bitonic_step", ("ptr", "i64", "i64", "i64")),
+        KernelSpec("bitonic_local", ("ptr", "i64", "i64", "i64")),
+        KernelSpec("bitonic_extract", ("ptr", "ptr", "i64")),
+        KernelSpec("categorical_cdf", ("ptr", "ptr", "i64")),
+        KernelSpec("categorical_search", ("ptr", "ptr", "ptr", "i64", "i64")),
+        KernelSpec("random_bernoulli", ("ptr", "i64", "ptr", "i64", "f64", "i32")),
+    )
+    return ModuleSpec("random.bits", "random", _program("random.cu"), kernels, ("uint32",))
+
+
+@functools.lru_cache(maxsize=None)
+def random_module(dtype: str) -> ModuleSpec:
+    """The fused uniform/normal/randint draws into ``dtype``, categorical's argmax over it."""
+    t = _ctype(dtype)
+    kernels: list[KernelSpec] = []
+    if dtype in RANDOM_UNIFORM_DTYPES:
+        kernels.append(KernelSpec(f"random_uniform<{t}>",
+                                  ("ptr", "i64", "ptr", "i64", "f32", "f32", "f32", "i32")))
+    if dtype in RANDOM_NORMAL_DTYPES:
+        kernels.append(KernelSpec(f"random_normal<{t}>",
+                                  ("ptr", "i64", "ptr", "i64", "f32", "f32", "f32", "f64", "f64",
+                                   "i32")))
+    if dtype in RANDOM_ARGMAX_DTYPES:
+        kernels.append(KernelSpec(f"argmax_axis<{t}>", ("ptr", "ptr", "i64", "i64", "i64")))
+    if dtype in RANDOM_RANDINT_DTYPES:
+        kernels.append(KernelSpec(f"random_randint<{t}>",
+                                  ("ptr", "i64", "ptr", "i64", "f32", "f32", "f32", "i32", "i64",
+                                   "i64")))
+    return ModuleSpec(f"random.{dtype}", "random", _program("random.cu"), tuple(kernels),
+                      (dtype,))
+
+
+def random_modules(dtypes: Sequence[str]) -> list[ModuleSpec]:
+    mods = [random_bits_module()] if dtypes else []
+    return mods + [random_module(d) for d in dtypes
+                   if d in RANDOM_NORMAL_DTYPES or d in RANDOM_ARGMAX_DTYPES
+                   or d in RANDOM_RANDINT_DTYPES]
+
 
 def _op_defined(op: optable.ElementwiseOp, dtype: str) -> bool:
     return dt.by_name[dtype].kind in op.families
@@ -397,6 +456,7 @@ def builtin_modules(dtypes: Sequence[str] = COMMON_DTYPES) -> list[ModuleSpec]:
         modules.append(all_true_module())
     modules.extend(gemm_module(d) for d in dtypes if d in GEMM_DTYPES)
     modules.extend(gemm_mma_module(d) for d in dtypes if d in MMA_DTYPES)
+    modules.extend(random_modules(dtypes))
     return modules
 
 
