@@ -1,0 +1,428 @@
+// Sorting: MLX's order (ascending, stable, NaN last, -0.0 == 0.0) on order-preserving unsigned
+// keys. Rows are contiguous (the launcher moves the sorted axis last and copies if needed).
+//
+// - block_sort<T, CAP>: one block per row of n <= CAP elements; a bitonic sort of (key, index)
+//   pairs in shared memory (the index breaks ties, so the result is the stable order); padding
+//   slots hold the largest key and indices >= n, so they land after every real element, NaN too.
+// - radix_*: an LSD radix sort for longer rows, 8 bits per pass over (key, index) pairs:
+//   radix_hist counts digits per tile of RADIX_TILE keys, seg_scan turns the digit-major counts
+//   into exclusive offsets (per row and digit), radix_scatter ranks each tile stably (warp
+//   match + per-warp digit counters), reorders it in shared memory and writes runs per digit.
+//   radix_finish gathers values (or indices) of sorted positions start.. into the output.
+// - searchsorted<T>: a binary search on keys per value.
+// - unique_*: run flags on the sorted values, a scan, and the scatter of MLX's four outputs.
+
+template <typename T> struct SortKey;
+
+template <> struct SortKey<bool> {
+  typedef uint8_t K;
+  static PCM_DEVICE K get(bool v) { return v ? 1 : 0; }
+};
+template <> struct SortKey<uint8_t> {
+  typedef uint8_t K;
+  static PCM_DEVICE K get(uint8_t v) { return v; }
+};
+template <> struct SortKey<int8_t> {
+  typedef uint8_t K;
+  static PCM_DEVICE K get(int8_t v) { return (K)((uint8_t)v ^ 0x80u); }
+};
+template <> struct SortKey<uint16_t> {
+  typedef uint16_t K;
+  static PCM_DEVICE K get(uint16_t v) { return v; }
+};
+template <> struct SortKey<int16_t> {
+  typedef uint16_t K;
+  static PCM_DEVICE K get(int16_t v) { return (K)((uint16_t)v ^ 0x8000u); }
+};
+template <> struct SortKey<uint32_t> {
+  typedef uint32_t K;
+  static PCM_DEVICE K get(uint32_t v) { return v; }
+};
+template <> struct SortKey<int32_t> {
+  typedef uint32_t K;
+  static PCM_DEVICE K get(int32_t v) { return (uint32_t)v ^ 0x80000000u; }
+};
+template <> struct SortKey<uint64_t> {
+  typedef uint64_t K;
+  static PCM_DEVICE K get(uint64_t v) { return v; }
+};
+template <> struct SortKey<int64_t> {
+  typedef uint64_t K;
+  static PCM_DEVICE K get(int64_t v) { return (uint64_t)v ^ 0x8000000000000000ull; }
+};
+
+PCM_DEVICE uint16_t half_key_bits(uint16_t b, uint16_t inf_bits) {
+  if ((b & 0x7fffu) > inf_bits) return 0xffffu;  // NaN: last
+  if (b == 0x8000u) b = 0;                        // -0.0 == 0.0
+  return (b & 0x8000u) ? (uint16_t)~b : (uint16_t)(b | 0x8000u);
+}
+template <> struct SortKey<__half> {
+  typedef uint16_t K;
+  static PCM_DEVICE K get(__half v) { return half_key_bits(v.bits, 0x7c00u); }
+};
+template <> struct SortKey<__nv_bfloat16> {
+  typedef uint16_t K;
+  static PCM_DEVICE K get(__nv_bfloat16 v) { return half_key_bits(v.bits, 0x7f80u); }
+};
+PCM_DEVICE uint32_t float_key(float f) {
+  uint32_t u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0xffffffffu;
+  if (u == 0x80000000u) u = 0;
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+template <> struct SortKey<float> {
+  typedef uint32_t K;
+  static PCM_DEVICE K get(float v) { return float_key(v); }
+};
+template <> struct SortKey<double> {
+  typedef uint64_t K;
+  static PCM_DEVICE K get(double v) {
+    uint64_t u = (uint64_t)__double_as_longlong(v);
+    if ((u & 0x7fffffffffffffffull) > 0x7ff0000000000000ull) return ~0ull;
+    if (u == 0x8000000000000000ull) u = 0;
+    return (u & 0x8000000000000000ull) ? ~u : (u | 0x8000000000000000ull);
+  }
+};
+template <> struct SortKey<complex64_t> {  // a NaN in either part: NaN; else (real, imag)
+  typedef uint64_t K;
+  static PCM_DEVICE K get(complex64_t v) {
+    if (v.re != v.re || v.im != v.im) return ~0ull;
+    return ((uint64_t)float_key(v.re) << 32) | (uint64_t)float_key(v.im);
+  }
+};
+
+// ---- block-local bitonic sort ---------------------------------------------------------------
+
+template <typename T, int CAP>
+__global__ void __launch_bounds__(CAP / 2) block_sort(const T* __restrict__ in,
+                                                      T* __restrict__ out_val,
+                                                      uint32_t* __restrict__ out_idx,
+                                                      int64_t rows, int64_t n, int64_t m,
+                                                      int64_t start) {
+  typedef typename SortKey<T>::K K;
+  __shared__ K skey[CAP];
+  __shared__ uint32_t sidx[CAP];
+  const int64_t row = blockIdx.x;
+  if (row >= rows) return;
+  const T* src = in + row * n;
+  for (int i = threadIdx.x; i < CAP; i += blockDim.x) {
+    if (i < n) {
+      skey[i] = SortKey<T>::get(src[i]);
+    } else {
+      skey[i] = (K)~(K)0;
+    }
+    sidx[i] = (uint32_t)i;
+  }
+  __syncthreads();
+  const int t = threadIdx.x;  // blockDim.x == CAP / 2: one compare-exchange per thread and step
+  for (int size = 2; size <= CAP; size <<= 1) {
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      const int p = 2 * t - (t & (stride - 1));
+      const int q = p + stride;
+      const K ka = skey[p], kb = skey[q];
+      const uint32_t ia = sidx[p], ib = sidx[q];
+      const bool greater = ka > kb || (ka == kb && ia > ib);
+      const bool ascending = (p & size) == 0;
+      if (greater == ascending) {
+        skey[p] = kb;
+        skey[q] = ka;
+        sidx[p] = ib;
+        sidx[q] = ia;
+      }
+      __syncthreads();
+    }
+  }
+  const int64_t o = row * m;
+  for (int j = t; j < m; j += blockDim.x) {
+    const uint32_t i = sidx[j + start];
+    if (out_idx) out_idx[o + j] = i;
+    if (out_val) out_val[o + j] = src[i];
+  }
+}
+
+// ---- scans --------------------------------------------------------------------------------
+
+#define RADIX_THREADS 256
+#define RADIX_ITEMS 8
+#define RADIX_TILE (RADIX_THREADS * RADIX_ITEMS)
+
+// Exclusive scan of one value per thread over a block of 256 threads (all must call it).
+PCM_DEVICE uint32_t block_exclusive_scan256(uint32_t v, uint32_t* warp_tot) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  uint32_t x = v;
+  for (int o = 1; o < 32; o <<= 1) {
+    const uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= o) x += y;
+  }
+  if (lane == 31) warp_tot[warp] = x;
+  __syncthreads();
+  uint32_t add = 0;
+  for (int w = 0; w < warp; ++w) add += warp_tot[w];
+  __syncthreads();
+  return x - v + add;
+}
+
+// Exclusive scan in place of each segment [b * seg, min(n, (b + 1) * seg)) of data (one block
+// of 1024 threads per segment); totals[b] = the segment's sum.
+__global__ void __launch_bounds__(1024) seg_scan(uint32_t* __restrict__ data,
+                                                            uint32_t* __restrict__ totals,
+                                                            int64_t n, int64_t seg) {
+  __shared__ uint32_t warp_tot[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t b0 = (int64_t)blockIdx.x * seg;
+  const int64_t end = n < b0 + seg ? n : b0 + seg;
+  uint32_t carry = 0;
+  for (int64_t base = b0; base < end; base += 1024) {
+    const int64_t i = base + threadIdx.x;
+    const uint32_t v = i < end ? data[i] : 0u;
+    uint32_t x = v;
+    for (int o = 1; o < 32; o <<= 1) {
+      const uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
+      if (lane >= o) x += y;
+    }
+    if (lane == 31) warp_tot[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+      uint32_t w = warp_tot[lane];
+      for (int o = 1; o < 32; o <<= 1) {
+        const uint32_t y = __shfl_up_sync(0xffffffffu, w, o);
+        if (lane >= o) w += y;
+      }
+      warp_tot[lane] = w;  // inclusive
+    }
+    __syncthreads();
+    const uint32_t before = warp ? warp_tot[warp - 1] : 0u;
+    if (i < end) data[i] = carry + before + x - v;
+    carry += warp_tot[31];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) totals[blockIdx.x] = carry;
+}
+
+// data[i] += offsets[i / seg]
+__global__ void add_offsets(uint32_t* __restrict__ data,
+                                       const uint32_t* __restrict__ offsets, int64_t n,
+                                       int64_t seg) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    data[i] += offsets[i / seg];
+  }
+}
+
+// ---- LSD radix sort -------------------------------------------------------------------------
+
+// keys[i] = key(in[i]), idx[i] = position of i in its row.
+template <typename T>
+__global__ void radix_init(const T* __restrict__ in, typename SortKey<T>::K* __restrict__ keys,
+                           uint32_t* __restrict__ idx, int64_t total, int64_t n) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    keys[i] = SortKey<T>::get(in[i]);
+    idx[i] = (uint32_t)(i % n);
+  }
+}
+
+// hist[(row * 256 + digit) * tiles + tile] = count of digit in the tile (grid: rows * tiles).
+template <typename K>
+__global__ void __launch_bounds__(RADIX_THREADS) radix_hist(const K* __restrict__ keys,
+                                                            uint32_t* __restrict__ hist,
+                                                            int64_t n, int shift,
+                                                            int64_t tiles) {
+  __shared__ uint32_t h[256];
+  h[threadIdx.x] = 0;
+  __syncthreads();
+  const int64_t row = blockIdx.x / tiles, tile = blockIdx.x % tiles;
+  const K* src = keys + row * n;
+  const int64_t base = tile * RADIX_TILE;
+#pragma unroll
+  for (int c = 0; c < RADIX_ITEMS; ++c) {
+    const int64_t e = base + c * RADIX_THREADS + threadIdx.x;
+    if (e < n) atomicAdd(&h[(uint32_t)(src[e] >> shift) & 255u], 1u);
+  }
+  __syncthreads();
+  hist[(row * 256 + threadIdx.x) * tiles + tile] = h[threadIdx.x];
+}
+
+// One stable scatter pass. hist holds exclusive offsets of each (row, digit, tile) within the
+// digit; totals[row * 256 + digit] the row's count of each digit.
+template <typename K>
+__global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
+    const K* __restrict__ kin, const uint32_t* __restrict__ iin, K* __restrict__ kout,
+    uint32_t* __restrict__ iout, const uint32_t* __restrict__ hist,
+    const uint32_t* __restrict__ totals, int64_t n, int shift, int64_t tiles) {
+  __shared__ K skey[RADIX_TILE];
+  __shared__ uint32_t sidx[RADIX_TILE];
+  __shared__ uint32_t wcount[RADIX_THREADS / 32][256];
+  __shared__ uint32_t local_run[256];
+  __shared__ uint32_t gbase[256];
+  __shared__ uint32_t lstart[256];
+  __shared__ uint32_t warp_tot[RADIX_THREADS / 32];
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  const int64_t row = blockIdx.x / tiles, tile = blockIdx.x % tiles;
+  const int64_t base = tile * RADIX_TILE;
+  const int count = (int)(n - base < RADIX_TILE ? n - base : (int64_t)RADIX_TILE);
+  const K* src = kin + row * n;
+  const uint32_t* isrc = iin + row * n;
+
+  const uint32_t digit_start = block_exclusive_scan256(totals[row * 256 + t], warp_tot);
+  gbase[t] = digit_start + hist[(row * 256 + t) * tiles + tile];
+  local_run[t] = 0;
+#pragma unroll
+  for (int w = 0; w < RADIX_THREADS / 32; ++w) wcount[w][t] = 0;
+  __syncthreads();
+
+  K key[RADIX_ITEMS];
+  uint32_t id[RADIX_ITEMS];
+  uint32_t rank[RADIX_ITEMS];
+  const uint32_t lt_mask = (1u << lane) - 1u;
+#pragma unroll
+  for (int c = 0; c < RADIX_ITEMS; ++c) {
+    const int e = c * RADIX_THREADS + t;
+    const bool valid = e < count;
+    uint32_t d = 256u;
+    if (valid) {
+      key[c] = src[base + e];
+      id[c] = isrc[base + e];
+      d = (uint32_t)(key[c] >> shift) & 255u;
+    }
+    const uint32_t peers = __match_any_sync(0xffffffffu, d);
+    const uint32_t r = __popc(peers & lt_mask);
+    if (valid && r == 0) wcount[warp][d] = __popc(peers);
+    __syncthreads();
+    uint32_t run = local_run[t];
+#pragma unroll
+    for (int w = 0; w < RADIX_THREADS / 32; ++w) {
+      const uint32_t v = wcount[w][t];
+      wcount[w][t] = run;
+      run += v;
+    }
+    local_run[t] = run;
+    __syncthreads();
+    rank[c] = valid ? wcount[warp][d] + r : 0u;
+    __syncthreads();
+#pragma unroll
+    for (int w = 0; w < RADIX_THREADS / 32; ++w) wcount[w][t] = 0;
+    __syncthreads();
+  }
+  lstart[t] = block_exclusive_scan256(local_run[t], warp_tot);
+  __syncthreads();
+#pragma unroll
+  for (int c = 0; c < RADIX_ITEMS; ++c) {
+    if (c * RADIX_THREADS + t < count) {
+      const uint32_t d = (uint32_t)(key[c] >> shift) & 255u;
+      const uint32_t p = lstart[d] + rank[c];
+      skey[p] = key[c];
+      sidx[p] = id[c];
+    }
+  }
+  __syncthreads();
+  K* dst = kout + row * n;
+  uint32_t* idst = iout + row * n;
+  for (int s = t; s < count; s += RADIX_THREADS) {
+    const K k = skey[s];
+    const uint32_t d = (uint32_t)(k >> shift) & 255u;
+    const int64_t g = (int64_t)gbase[d] + (s - (int64_t)lstart[d]);
+    dst[g] = k;
+    idst[g] = sidx[s];
+  }
+}
+
+// out[r, j] for sorted positions start.. of each row: the index, and/or the value it points at.
+template <typename T>
+__global__ void radix_finish(const T* __restrict__ in, const uint32_t* __restrict__ idx,
+                             T* __restrict__ out_val, uint32_t* __restrict__ out_idx,
+                             int64_t rows, int64_t n, int64_t m, int64_t start) {
+  const int64_t total = rows * m;
+  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < total;
+       j += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t r = j / m;
+    const int64_t p = j - r * m + start;
+    const uint32_t i = idx[r * n + p];
+    if (out_idx) out_idx[j] = i;
+    if (out_val) out_val[j] = in[r * n + i];
+  }
+}
+
+// ---- searchsorted ---------------------------------------------------------------------------
+
+template <typename T>
+__global__ void searchsorted(const T* __restrict__ seq, int64_t sstride, int64_t m,
+                             const T* __restrict__ vals, uint32_t* __restrict__ out, int64_t n,
+                             int right) {
+  typedef typename SortKey<T>::K K;
+  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < n;
+       j += (int64_t)gridDim.x * blockDim.x) {
+    const K v = SortKey<T>::get(vals[j]);
+    int64_t lo = 0, hi = m;
+    while (lo < hi) {
+      const int64_t mid = (lo + hi) >> 1;
+      const K s = SortKey<T>::get(seq[mid * sstride]);
+      if (right ? (s <= v) : (s < v)) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    out[j] = (uint32_t)lo;
+  }
+}
+
+// ---- unique ---------------------------------------------------------------------------------
+
+// Equality as MLX's unique sees it: NaN never equals NaN, -0.0 equals 0.0.
+template <typename T> PCM_DEVICE bool same_value(T a, T b) { return a == b; }
+template <> PCM_DEVICE bool same_value<__half>(__half a, __half b) {
+  return half_to_float(a) == half_to_float(b);
+}
+template <> PCM_DEVICE bool same_value<__nv_bfloat16>(__nv_bfloat16 a, __nv_bfloat16 b) {
+  return bf16_to_float(a) == bf16_to_float(b);
+}
+template <> PCM_DEVICE bool same_value<complex64_t>(complex64_t a, complex64_t b) {
+  return a.re == b.re && a.im == b.im;
+}
+
+template <typename T> PCM_DEVICE uint32_t run_start(const T* s, int64_t i) {
+  return (i == 0 || !same_value<T>(s[i], s[i - 1])) ? 1u : 0u;
+}
+
+template <typename T>
+__global__ void unique_flags(const T* __restrict__ s, uint32_t* __restrict__ flags, int64_t n) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    flags[i] = run_start<T>(s, i);
+  }
+}
+
+// s: sorted values, idx: their positions in the input, ex: exclusive scan of the run flags.
+template <typename T>
+__global__ void unique_scatter(const T* __restrict__ s, const uint32_t* __restrict__ idx,
+                               const uint32_t* __restrict__ ex, T* __restrict__ values,
+                               uint32_t* __restrict__ index, uint32_t* __restrict__ inverse,
+                               int32_t* __restrict__ counts, int64_t n, int64_t size) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const uint32_t f = run_start<T>(s, i);
+    const int64_t g = (int64_t)ex[i] + f - 1;
+    inverse[idx[i]] = size > 0 ? (uint32_t)(g < size - 1 ? g : size - 1) : 0u;
+    if (g < size) {
+      if (f) {
+        values[g] = s[i];
+        index[g] = idx[i];
+      }
+      atomicAdd(&counts[g], 1);
+    }
+  }
+}
+
+// Entries nuniq.. of values hold the fill (or values[0]), of index index[0] (or 0).
+template <typename T>
+__global__ void unique_pad(T* __restrict__ values, uint32_t* __restrict__ index,
+                           const uint32_t* __restrict__ nuniq_ptr, const T* __restrict__ fill,
+                           int64_t size) {
+  const int64_t nuniq = nuniq_ptr ? (int64_t)*nuniq_ptr : 0;
+  for (int64_t g = nuniq + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < size;
+       g += (int64_t)gridDim.x * blockDim.x) {
+    values[g] = fill ? *fill : values[0];
+    index[g] = nuniq ? index[0] : 0u;
+  }
+}

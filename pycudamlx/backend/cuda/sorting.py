@@ -1,0 +1,180 @@
+"""Launchers for sort.cu: sort/argsort/topk along an axis, searchsorted, unique.
+
+The sorted axis is moved last (a view; a contiguous copy when the rows are not contiguous), so
+the kernels see ``rows`` contiguous rows of ``n`` elements. Rows of up to 2,048 elements are
+sorted by one block each (bitonic, in shared memory); longer rows by an LSD radix sort of
+(key, index) pairs, 8 bits per pass, one pass per key byte. The output is written contiguous in
+the moved layout and returned as a strided view in the input's axis order.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ... import dtypes as dt
+from . import array as gpu_array, compiler, elementwise, registry
+from .elementwise import _ptr, _record_write
+from .launch import grid_for
+from .stream import CudaStream
+
+BLOCK = 256
+RADIX_TILE = 2048          # sort.cu RADIX_TILE
+SCAN_SEG = 4096            # elements per block of the two-level uint32 scan (unique)
+_MAX_GRID = 2**31 - 1
+_KEY_DTYPES = {"uint8_t": dt.uint8, "uint16_t": dt.uint16, "uint32_t": dt.uint32,
+               "uint64_t": dt.uint64}
+
+
+def _size(shape: Sequence[int]) -> int:
+    n = 1
+    for e in shape:
+        n *= e
+    return n
+
+
+def _module(dtype: dt.Dtype, stream: CudaStream) -> compiler.LoadedModule:
+    return compiler.module_for(registry.sort_module, (dtype.name,), stream.device)
+
+
+def _contiguous(x: Any, stream: CudaStream) -> Any:
+    if x.is_contiguous():
+        return x
+    out = gpu_array.empty(tuple(x.shape), x.dtype, stream)
+    elementwise.copy(x, out, stream)
+    return out
+
+
+def _p(x: Any | None) -> int:
+    return 0 if x is None else _ptr(x)
+
+
+def sort_rows(x: Any, rows: int, n: int, m: int, start: int, out_val: Any | None,
+              out_idx: Any | None, stream: CudaStream) -> None:
+    """Sort the contiguous (rows, n) ``x``; write sorted positions start..n of each row (m of
+    them) into the contiguous (rows, m) ``out_val`` (values) and/or ``out_idx`` (uint32)."""
+    if rows == 0 or m == 0:
+        return
+    mod = _module(x.dtype, stream)
+    t = x.dtype.c_type
+    if n <= registry.SORT_BLOCK_CAPS[-1]:
+        cap = next(c for c in registry.SORT_BLOCK_CAPS if c >= n)
+        kernel = mod[f"block_sort<{t}, {cap}>"]
+        isz, vsz = 4, x.dtype.size
+        for r0 in range(0, rows, _MAX_GRID):
+            nr = min(_MAX_GRID, rows - r0)
+            kernel(nr, cap // 2, stream, _ptr(x) + r0 * n * x.dtype.size,
+                   0 if out_val is None else _ptr(out_val) + r0 * m * vsz,
+                   0 if out_idx is None else _ptr(out_idx) + r0 * m * isz, nr, n, m, start)
+        return
+    _radix_rows(mod, x, rows, n, m, start, out_val, out_idx, stream)
+
+
+def _radix_rows(mod: compiler.LoadedModule, x: Any, rows: int, n: int, m: int, start: int,
+                out_val: Any | None, out_idx: Any | None, stream: CudaStream) -> None:
+    t = x.dtype.c_type
+    kname = registry.SORT_KEY_TYPES[x.dtype.name]
+    kdt = _KEY_DTYPES[kname]
+    total = rows * n
+    tiles = -(-n // RADIX_TILE)
+    device = stream.device
+    keys = [gpu_array.empty((total,), kdt, stream), gpu_array.empty((total,), kdt, stream)]
+    idx = [gpu_array.empty((total,), dt.uint32, stream),
+           gpu_array.empty((total,), dt.uint32, stream)]
+    hist = gpu_array.empty((rows * 256 * tiles,), dt.uint32, stream)
+    totals = gpu_array.empty((rows * 256,), dt.uint32, stream)
+    mod[f"radix_init<{t}>"](grid_for(total, BLOCK, device), BLOCK, stream, _ptr(x),
+                            _ptr(keys[0]), _ptr(idx[0]), total, n)
+    k_hist = mod[f"radix_hist<{kname}>"]
+    k_scan = mod["seg_scan"]
+    k_scatter = mod[f"radix_scatter<{kname}>"]
+    blocks = rows * tiles
+    for p in range(kdt.size):
+        shift = 8 * p
+        k_hist(blocks, 256, stream, _ptr(keys[0]), _ptr(hist), n, shift, tiles)
+        k_scan(rows * 256, 1024, stream, _ptr(hist), _ptr(totals), rows * 256 * tiles, tiles)
+        k_scatter(blocks, 256, stream, _ptr(keys[0]), _ptr(idx[0]), _ptr(keys[1]),
+                  _ptr(idx[1]), _ptr(hist), _ptr(totals), n, shift, tiles)
+        keys.reverse()
+        idx.reverse()
+    mod[f"radix_finish<{t}>"](grid_for(rows * m, BLOCK, device), BLOCK, stream, _ptr(x),
+                              _ptr(idx[0]), _p(out_val), _p(out_idx), rows, n, m, start)
+
+
+def sort(x: Any, axis: int, indices: bool, start: int, stream: CudaStream) -> Any:
+    """Sorted values (or uint32 indices) of ``x`` along ``axis``, sorted positions start.."""
+    shape = tuple(x.shape)
+    n = shape[axis]
+    m = n - start
+    out_shape = shape[:axis] + (m,) + shape[axis + 1:]
+    out_dtype = dt.uint32 if indices else x.dtype
+    if _size(out_shape) == 0:
+        return gpu_array.empty(out_shape, out_dtype, stream)
+    if n > 2**32 - 1:
+        raise ValueError(f"[sort] Rows of {n} elements exceed uint32 indices (2^32 - 1).")
+    perm = [d for d in range(len(shape)) if d != axis] + [axis]
+    tshape = tuple(shape[p] for p in perm)
+    xt = _contiguous(x.view(x.offset, tshape, tuple(x.strides[p] for p in perm)), stream)
+    rows = _size(tshape[:-1])
+    out_t = gpu_array.empty(tshape[:-1] + (m,), out_dtype, stream)
+    sort_rows(xt, rows, n, m, start, None if indices else out_t, out_t if indices else None,
+              stream)
+    _record_write(out_t, stream)
+    strides = [0] * len(shape)
+    for i, p in enumerate(perm):
+        strides[p] = out_t.strides[i]
+    return out_t.view(out_t.offset, out_shape, tuple(strides))
+
+
+def searchsorted(seq: Any, vals: Any, right: bool, stream: CudaStream) -> Any:
+    """uint32 insertion points of ``vals`` into the 1-D ``seq`` (same dtype)."""
+    out = gpu_array.empty(tuple(vals.shape), dt.uint32, stream)
+    n = _size(vals.shape)
+    if n == 0:
+        return out
+    v = _contiguous(vals, stream)
+    mod = _module(seq.dtype, stream)
+    mod[f"searchsorted<{seq.dtype.c_type}>"](
+        grid_for(n, BLOCK, stream.device), BLOCK, stream, _ptr(seq), seq.strides[0],
+        seq.shape[0], _ptr(v), _ptr(out), n, 1 if right else 0)
+    _record_write(out, stream)
+    return out
+
+
+def unique(flat: Any, fill: Any | None, size: int, outs: Sequence[Any], stream: CudaStream
+           ) -> list[Any]:
+    """MLX's unique of the 1-D ``flat``: values, index, inverse (outs[2]'s shape), counts."""
+    dtype = flat.dtype
+    device = stream.device
+    values = gpu_array.empty((size,), dtype, stream)
+    index = gpu_array.empty((size,), dt.uint32, stream)
+    inverse = gpu_array.empty(tuple(outs[2][0]), dt.uint32, stream)
+    counts = gpu_array.empty((size,), dt.int32, stream)
+    n = _size(flat.shape)
+    mod = _module(dtype, stream)
+    t = dtype.c_type
+    if size:
+        elementwise.fill(counts, b"\0\0\0\0", stream)
+    nuniq = None
+    if n:
+        x = _contiguous(flat, stream)
+        s = gpu_array.empty((n,), dtype, stream)
+        idx = gpu_array.empty((n,), dt.uint32, stream)
+        sort_rows(x, 1, n, n, 0, s, idx, stream)
+        ex = gpu_array.empty((n,), dt.uint32, stream)
+        grid = grid_for(n, BLOCK, device)
+        mod[f"unique_flags<{t}>"](grid, BLOCK, stream, _ptr(s), _ptr(ex), n)
+        nseg = -(-n // SCAN_SEG)
+        seg_totals = gpu_array.empty((nseg,), dt.uint32, stream)
+        nuniq = gpu_array.empty((1,), dt.uint32, stream)
+        mod["seg_scan"](nseg, 1024, stream, _ptr(ex), _ptr(seg_totals), n, SCAN_SEG)
+        mod["seg_scan"](1, 1024, stream, _ptr(seg_totals), _ptr(nuniq), nseg, nseg)
+        mod["add_offsets"](grid, BLOCK, stream, _ptr(ex), _ptr(seg_totals), n, SCAN_SEG)
+        mod[f"unique_scatter<{t}>"](grid, BLOCK, stream, _ptr(s), _ptr(idx), _ptr(ex),
+                                    _ptr(values), _ptr(index), _ptr(inverse), _ptr(counts),
+                                    n, size)
+    if size:
+        mod[f"unique_pad<{t}>"](grid_for(size, BLOCK, device), BLOCK, stream, _ptr(values),
+                                _ptr(index), _p(nuniq), _p(fill), size)
+    for o in (values, index, inverse, counts):
+        _record_write(o, stream)
+    return [values, index, inverse, counts]
