@@ -292,17 +292,17 @@ def sort_module(dtype: str) -> ModuleSpec:
     """sort/argsort/topk (bitonic block sort, LSD radix sort), searchsorted and unique for one
     dtype, plus the uint32 segment scans they use."""
     t = _ctype(dtype)
-    k = SORT_KEY_TYPES[dtype]
     sort_sig = ("ptr", "ptr", "ptr", "i64", "i64", "i64", "i64")
     kernels = [KernelSpec(f"block_sort<{t}, {cap}>", sort_sig) for cap in SORT_BLOCK_CAPS]
     kernels += [
         KernelSpec("seg_scan", ("ptr", "ptr", "i64", "i64")),
         KernelSpec("add_offsets", ("ptr", "ptr", "i64", "i64")),
-        KernelSpec(f"radix_init<{t}>", ("ptr", "ptr", "ptr", "i64", "i64")),
-        KernelSpec(f"radix_hist<{k}>", ("ptr", "ptr", "i64", "i32", "i64")),
-        KernelSpec(f"radix_scatter<{k}>",
-                   ("ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "i64", "i32", "i64")),
-        KernelSpec(f"radix_finish<{t}>", ("ptr",) + sort_sig),
+    ]
+    kernels += [KernelSpec(f"radix_hist<{t}, {f}>", ("ptr", "ptr", "i64", "i32", "i64"))
+                for f in ("true", "false")]
+    kernels += [KernelSpec(f"radix_scatter<{t}, {f}, {last}>", ("ptr",) * 9 + (
+        "i64", "i32", "i64", "i64")) for f in ("true", "false") for last in ("true", "false")]
+    kernels += [
         KernelSpec(f"searchsorted<{t}>", ("ptr", "i64", "i64", "ptr", "ptr", "i64", "i32")),
         KernelSpec(f"unique_flags<{t}>", ("ptr", "ptr", "i64")),
         KernelSpec(f"unique_scatter<{t}>",

@@ -71,33 +71,35 @@ def sort_rows(x: Any, rows: int, n: int, m: int, start: int, out_val: Any | None
 
 def _radix_rows(mod: compiler.LoadedModule, x: Any, rows: int, n: int, m: int, start: int,
                 out_val: Any | None, out_idx: Any | None, stream: CudaStream) -> None:
+    """One histogram, scan and scatter per key byte; the first scatter reads the input, the
+    last writes the outputs."""
     t = x.dtype.c_type
-    kname = registry.SORT_KEY_TYPES[x.dtype.name]
-    kdt = _KEY_DTYPES[kname]
+    kdt = _KEY_DTYPES[registry.SORT_KEY_TYPES[x.dtype.name]]
+    passes = kdt.size
     total = rows * n
     tiles = -(-n // RADIX_TILE)
-    device = stream.device
-    keys = [gpu_array.empty((total,), kdt, stream), gpu_array.empty((total,), kdt, stream)]
-    idx = [gpu_array.empty((total,), dt.uint32, stream),
-           gpu_array.empty((total,), dt.uint32, stream)]
+    keys = [None, None]
+    idx = [None, None]
+    if passes > 1:
+        keys = [gpu_array.empty((total,), kdt, stream), gpu_array.empty((total,), kdt, stream)]
+        idx = [gpu_array.empty((total,), dt.uint32, stream),
+               gpu_array.empty((total,), dt.uint32, stream)]
     hist = gpu_array.empty((rows * 256 * tiles,), dt.uint32, stream)
     totals = gpu_array.empty((rows * 256,), dt.uint32, stream)
-    mod[f"radix_init<{t}>"](grid_for(total, BLOCK, device), BLOCK, stream, _ptr(x),
-                            _ptr(keys[0]), _ptr(idx[0]), total, n)
-    k_hist = mod[f"radix_hist<{kname}>"]
     k_scan = mod["seg_scan"]
-    k_scatter = mod[f"radix_scatter<{kname}>"]
     blocks = rows * tiles
-    for p in range(kdt.size):
+    src, isrc = _ptr(x), 0
+    for p in range(passes):
+        first, last = p == 0, p == passes - 1
+        fl = "true" if first else "false"
         shift = 8 * p
-        k_hist(blocks, 256, stream, _ptr(keys[0]), _ptr(hist), n, shift, tiles)
+        mod[f"radix_hist<{t}, {fl}>"](blocks, 256, stream, src, _ptr(hist), n, shift, tiles)
         k_scan(rows * 256, 1024, stream, _ptr(hist), _ptr(totals), rows * 256 * tiles, tiles)
-        k_scatter(blocks, 256, stream, _ptr(keys[0]), _ptr(idx[0]), _ptr(keys[1]),
-                  _ptr(idx[1]), _ptr(hist), _ptr(totals), n, shift, tiles)
-        keys.reverse()
-        idx.reverse()
-    mod[f"radix_finish<{t}>"](grid_for(rows * m, BLOCK, device), BLOCK, stream, _ptr(x),
-                              _ptr(idx[0]), _p(out_val), _p(out_idx), rows, n, m, start)
+        kout, iout = (0, 0) if last else (_ptr(keys[p % 2]), _ptr(idx[p % 2]))
+        mod[f"radix_scatter<{t}, {fl}, {'true' if last else 'false'}>"](
+            blocks, 256, stream, src, isrc, kout, iout, _ptr(x), _p(out_val), _p(out_idx),
+            _ptr(hist), _ptr(totals), n, shift, tiles, start)
+        src, isrc = kout, iout
 
 
 def sort(x: Any, axis: int, indices: bool, start: int, stream: CudaStream) -> Any:

@@ -8,7 +8,8 @@
 //   radix_hist counts digits per tile of RADIX_TILE keys, seg_scan turns the digit-major counts
 //   into exclusive offsets (per row and digit), radix_scatter ranks each tile stably (warp
 //   match + per-warp digit counters), reorders it in shared memory and writes runs per digit.
-//   radix_finish gathers values (or indices) of sorted positions start.. into the output.
+//   The first pass computes keys from the input and the last one writes the outputs (values
+//   gathered from the input and/or indices, sorted positions start..), so no separate passes.
 // - searchsorted<T>: a binary search on keys per value.
 // - unique_*: run flags on the sorted values, a scan, and the scatter of MLX's four outputs.
 
@@ -211,45 +212,54 @@ __global__ void add_offsets(uint32_t* __restrict__ data,
 
 // ---- LSD radix sort -------------------------------------------------------------------------
 
-// keys[i] = key(in[i]), idx[i] = position of i in its row.
-template <typename T>
-__global__ void radix_init(const T* __restrict__ in, typename SortKey<T>::K* __restrict__ keys,
-                           uint32_t* __restrict__ idx, int64_t total, int64_t n) {
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    keys[i] = SortKey<T>::get(in[i]);
-    idx[i] = (uint32_t)(i % n);
-  }
+// The key of element e of a row: computed from the input in the first pass (FIRST), read from
+// the previous pass's keys otherwise.
+template <typename T, bool FIRST>
+PCM_DEVICE typename SortKey<T>::K radix_key(const void* src, int64_t e) {
+  typedef typename SortKey<T>::K K;
+  if (FIRST) return SortKey<T>::get(((const T*)src)[e]);
+  return ((const K*)src)[e];
 }
 
 // hist[(row * 256 + digit) * tiles + tile] = count of digit in the tile (grid: rows * tiles).
-template <typename K>
-__global__ void __launch_bounds__(RADIX_THREADS) radix_hist(const K* __restrict__ keys,
+// src: the input (FIRST) or the keys, rows of n.
+template <typename T, bool FIRST>
+__global__ void __launch_bounds__(RADIX_THREADS) radix_hist(const void* __restrict__ src,
                                                             uint32_t* __restrict__ hist,
                                                             int64_t n, int shift,
                                                             int64_t tiles) {
+  typedef typename SortKey<T>::K K;
   __shared__ uint32_t h[256];
   h[threadIdx.x] = 0;
   __syncthreads();
   const int64_t row = blockIdx.x / tiles, tile = blockIdx.x % tiles;
-  const K* src = keys + row * n;
   const int64_t base = tile * RADIX_TILE;
+  const int64_t off = row * n;
 #pragma unroll
   for (int c = 0; c < RADIX_ITEMS; ++c) {
     const int64_t e = base + c * RADIX_THREADS + threadIdx.x;
-    if (e < n) atomicAdd(&h[(uint32_t)(src[e] >> shift) & 255u], 1u);
+    if (e < n) {
+      const K k = radix_key<T, FIRST>(src, off + e);
+      atomicAdd(&h[(uint32_t)(k >> shift) & 255u], 1u);
+    }
   }
   __syncthreads();
   hist[(row * 256 + threadIdx.x) * tiles + tile] = h[threadIdx.x];
 }
 
-// One stable scatter pass. hist holds exclusive offsets of each (row, digit, tile) within the
-// digit; totals[row * 256 + digit] the row's count of each digit.
-template <typename K>
+// One stable scatter pass over (key, index) pairs. hist holds the exclusive offset of each
+// (row, digit, tile) among the row's keys of that digit; totals[row * 256 + digit] the row's
+// count of each digit. FIRST: keys come from the input ``src`` (indices are positions); else
+// from ``src``/``iin``. LAST: instead of keys and indices, sorted positions start.. of each row
+// go to out_val (the input's values) and/or out_idx (rows of m = n - start).
+template <typename T, bool FIRST, bool LAST>
 __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
-    const K* __restrict__ kin, const uint32_t* __restrict__ iin, K* __restrict__ kout,
-    uint32_t* __restrict__ iout, const uint32_t* __restrict__ hist,
-    const uint32_t* __restrict__ totals, int64_t n, int shift, int64_t tiles) {
+    const void* __restrict__ src, const uint32_t* __restrict__ iin,
+    typename SortKey<T>::K* __restrict__ kout, uint32_t* __restrict__ iout,
+    const T* __restrict__ in, T* __restrict__ out_val, uint32_t* __restrict__ out_idx,
+    const uint32_t* __restrict__ hist, const uint32_t* __restrict__ totals, int64_t n,
+    int shift, int64_t tiles, int64_t start) {
+  typedef typename SortKey<T>::K K;
   __shared__ K skey[RADIX_TILE];
   __shared__ uint32_t sidx[RADIX_TILE];
   __shared__ uint32_t wcount[RADIX_THREADS / 32][256];
@@ -261,8 +271,7 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
   const int64_t row = blockIdx.x / tiles, tile = blockIdx.x % tiles;
   const int64_t base = tile * RADIX_TILE;
   const int count = (int)(n - base < RADIX_TILE ? n - base : (int64_t)RADIX_TILE);
-  const K* src = kin + row * n;
-  const uint32_t* isrc = iin + row * n;
+  const int64_t off = row * n;
 
   const uint32_t digit_start = block_exclusive_scan256(totals[row * 256 + t], warp_tot);
   gbase[t] = digit_start + hist[(row * 256 + t) * tiles + tile];
@@ -279,10 +288,10 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
   for (int c = 0; c < RADIX_ITEMS; ++c) {
     const int e = c * RADIX_THREADS + t;
     const bool valid = e < count;
-    uint32_t d = 256u;
+    uint32_t d = 256u;  // invalid lanes: a digit of their own, never used
     if (valid) {
-      key[c] = src[base + e];
-      id[c] = isrc[base + e];
+      key[c] = radix_key<T, FIRST>(src, off + base + e);
+      id[c] = FIRST ? (uint32_t)(base + e) : iin[off + base + e];
       d = (uint32_t)(key[c] >> shift) & 255u;
     }
     const uint32_t peers = __match_any_sync(0xffffffffu, d);
@@ -316,30 +325,21 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
     }
   }
   __syncthreads();
-  K* dst = kout + row * n;
-  uint32_t* idst = iout + row * n;
+  const int64_t m = n - start;
   for (int s = t; s < count; s += RADIX_THREADS) {
     const K k = skey[s];
     const uint32_t d = (uint32_t)(k >> shift) & 255u;
     const int64_t g = (int64_t)gbase[d] + (s - (int64_t)lstart[d]);
-    dst[g] = k;
-    idst[g] = sidx[s];
-  }
-}
-
-// out[r, j] for sorted positions start.. of each row: the index, and/or the value it points at.
-template <typename T>
-__global__ void radix_finish(const T* __restrict__ in, const uint32_t* __restrict__ idx,
-                             T* __restrict__ out_val, uint32_t* __restrict__ out_idx,
-                             int64_t rows, int64_t n, int64_t m, int64_t start) {
-  const int64_t total = rows * m;
-  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < total;
-       j += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t r = j / m;
-    const int64_t p = j - r * m + start;
-    const uint32_t i = idx[r * n + p];
-    if (out_idx) out_idx[j] = i;
-    if (out_val) out_val[j] = in[r * n + i];
+    if (LAST) {
+      if (g >= start) {
+        const uint32_t i = sidx[s];
+        if (out_idx) out_idx[row * m + g - start] = i;
+        if (out_val) out_val[row * m + g - start] = in[off + i];
+      }
+    } else {
+      kout[off + g] = k;
+      iout[off + g] = sidx[s];
+    }
   }
 }
 
