@@ -6,8 +6,9 @@
 //   slots hold the largest key and indices >= n, so they land after every real element, NaN too.
 // - radix_*: an LSD radix sort for longer rows, 8 bits per pass over (key, index) pairs:
 //   radix_hist counts digits per tile of RADIX_TILE keys, seg_scan turns the digit-major counts
-//   into exclusive offsets (per row and digit), radix_scatter ranks each tile stably (warp
-//   match + per-warp digit counters), reorders it in shared memory and writes runs per digit.
+//   into exclusive offsets (per row and digit), radix_scatter ranks each tile stably (each warp
+//   a contiguous part with match_any and its own digit counters), reorders the tile in shared
+//   memory and writes it out in runs per digit.
 //   The first pass computes keys from the input and the last one writes the outputs (values
 //   gathered from the input and/or indices, sorted positions start..), so no separate passes.
 // - searchsorted<T>: a binary search on keys per value.
@@ -263,7 +264,6 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
   __shared__ K skey[RADIX_TILE];
   __shared__ uint32_t sidx[RADIX_TILE];
   __shared__ uint32_t wcount[RADIX_THREADS / 32][256];
-  __shared__ uint32_t local_run[256];
   __shared__ uint32_t gbase[256];
   __shared__ uint32_t lstart[256];
   __shared__ uint32_t warp_tot[RADIX_THREADS / 32];
@@ -275,51 +275,53 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
 
   const uint32_t digit_start = block_exclusive_scan256(totals[row * 256 + t], warp_tot);
   gbase[t] = digit_start + hist[(row * 256 + t) * tiles + tile];
-  local_run[t] = 0;
 #pragma unroll
   for (int w = 0; w < RADIX_THREADS / 32; ++w) wcount[w][t] = 0;
   __syncthreads();
 
+  // Warp w ranks tile elements [w * 32 * ITEMS, (w + 1) * 32 * ITEMS) in order, 32 at a time,
+  // with its own digit counters (no block barrier until every element is ranked): equal digits
+  // in one step are found with match_any, and their group leader bumps the warp's counter.
   K key[RADIX_ITEMS];
   uint32_t id[RADIX_ITEMS];
   uint32_t rank[RADIX_ITEMS];
   const uint32_t lt_mask = (1u << lane) - 1u;
+  const int wbase = warp * 32 * RADIX_ITEMS;
 #pragma unroll
   for (int c = 0; c < RADIX_ITEMS; ++c) {
-    const int e = c * RADIX_THREADS + t;
+    const int e = wbase + c * 32 + lane;
     const bool valid = e < count;
-    uint32_t d = 256u;  // invalid lanes: a digit of their own, never used
+    uint32_t d = 256u;  // invalid lanes: a digit of their own, never counted
     if (valid) {
       key[c] = radix_key<T, FIRST>(src, off + base + e);
       id[c] = FIRST ? (uint32_t)(base + e) : iin[off + base + e];
       d = (uint32_t)(key[c] >> shift) & 255u;
     }
     const uint32_t peers = __match_any_sync(0xffffffffu, d);
-    const uint32_t r = __popc(peers & lt_mask);
-    if (valid && r == 0) wcount[warp][d] = __popc(peers);
-    __syncthreads();
-    uint32_t run = local_run[t];
-#pragma unroll
-    for (int w = 0; w < RADIX_THREADS / 32; ++w) {
-      const uint32_t v = wcount[w][t];
-      wcount[w][t] = run;
-      run += v;
-    }
-    local_run[t] = run;
-    __syncthreads();
-    rank[c] = valid ? wcount[warp][d] + r : 0u;
-    __syncthreads();
-#pragma unroll
-    for (int w = 0; w < RADIX_THREADS / 32; ++w) wcount[w][t] = 0;
-    __syncthreads();
+    const int leader = __ffs(peers) - 1;
+    uint32_t before = 0;
+    if (valid && lane == leader) before = wcount[warp][d];
+    before = __shfl_sync(0xffffffffu, before, leader);
+    rank[c] = before + __popc(peers & lt_mask);
+    if (valid && lane == leader) wcount[warp][d] = before + __popc(peers);
+    __syncwarp();
   }
-  lstart[t] = block_exclusive_scan256(local_run[t], warp_tot);
+  __syncthreads();
+  // Digit t: each warp's start within the digit, then the digit's start within the tile.
+  uint32_t run = 0;
+#pragma unroll
+  for (int w = 0; w < RADIX_THREADS / 32; ++w) {
+    const uint32_t v = wcount[w][t];
+    wcount[w][t] = run;
+    run += v;
+  }
+  lstart[t] = block_exclusive_scan256(run, warp_tot);
   __syncthreads();
 #pragma unroll
   for (int c = 0; c < RADIX_ITEMS; ++c) {
-    if (c * RADIX_THREADS + t < count) {
+    if (wbase + c * 32 + lane < count) {
       const uint32_t d = (uint32_t)(key[c] >> shift) & 255u;
-      const uint32_t p = lstart[d] + rank[c];
+      const uint32_t p = lstart[d] + wcount[warp][d] + rank[c];
       skey[p] = key[c];
       sidx[p] = id[c];
     }
