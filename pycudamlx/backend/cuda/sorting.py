@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ... import dtypes as dt
-from . import array as gpu_array, compiler, elementwise, registry
+from . import array as gpu_array, compiler, elementwise, memory, registry
 from .elementwise import _ptr, _record_write
 from .launch import grid_for
 from .stream import CudaStream
@@ -36,10 +36,17 @@ def _module(dtype: dt.Dtype, stream: CudaStream) -> compiler.LoadedModule:
     return compiler.module_for(registry.sort_module, (dtype.name,), stream.device)
 
 
+def _scratch(shape: tuple[int, ...], dtype: dt.Dtype, stream: CudaStream) -> Any:
+    """A temporary in device memory (never managed: no page migration, no host access)."""
+    buf = memory.allocate(_size(shape) * dtype.size, stream.device, memory.DEVICE, stream)
+    buf.last_use = stream  # only this stream's kernels touch it: reuse after them
+    return gpu_array.GpuArray(buf, 0, shape, gpu_array.contiguous_strides(shape), dtype)
+
+
 def _contiguous(x: Any, stream: CudaStream) -> Any:
     if x.is_contiguous():
         return x
-    out = gpu_array.empty(tuple(x.shape), x.dtype, stream)
+    out = _scratch(tuple(x.shape), x.dtype, stream)
     elementwise.copy(x, out, stream)
     return out
 
@@ -81,11 +88,11 @@ def _radix_rows(mod: compiler.LoadedModule, x: Any, rows: int, n: int, m: int, s
     keys = [None, None]
     idx = [None, None]
     if passes > 1:
-        keys = [gpu_array.empty((total,), kdt, stream), gpu_array.empty((total,), kdt, stream)]
-        idx = [gpu_array.empty((total,), dt.uint32, stream),
-               gpu_array.empty((total,), dt.uint32, stream)]
-    hist = gpu_array.empty((rows * 256 * tiles,), dt.uint32, stream)
-    totals = gpu_array.empty((rows * 256,), dt.uint32, stream)
+        keys = [_scratch((total,), kdt, stream), _scratch((total,), kdt, stream)]
+        idx = [_scratch((total,), dt.uint32, stream),
+               _scratch((total,), dt.uint32, stream)]
+    hist = _scratch((rows * 256 * tiles,), dt.uint32, stream)
+    totals = _scratch((rows * 256,), dt.uint32, stream)
     k_scan = mod["seg_scan"]
     blocks = rows * tiles
     src, isrc = _ptr(x), 0
@@ -159,15 +166,15 @@ def unique(flat: Any, fill: Any | None, size: int, outs: Sequence[Any], stream: 
     nuniq = None
     if n:
         x = _contiguous(flat, stream)
-        s = gpu_array.empty((n,), dtype, stream)
-        idx = gpu_array.empty((n,), dt.uint32, stream)
+        s = _scratch((n,), dtype, stream)
+        idx = _scratch((n,), dt.uint32, stream)
         sort_rows(x, 1, n, n, 0, s, idx, stream)
-        ex = gpu_array.empty((n,), dt.uint32, stream)
+        ex = _scratch((n,), dt.uint32, stream)
         grid = grid_for(n, BLOCK, device)
         mod[f"unique_flags<{t}>"](grid, BLOCK, stream, _ptr(s), _ptr(ex), n)
         nseg = -(-n // SCAN_SEG)
-        seg_totals = gpu_array.empty((nseg,), dt.uint32, stream)
-        nuniq = gpu_array.empty((1,), dt.uint32, stream)
+        seg_totals = _scratch((nseg,), dt.uint32, stream)
+        nuniq = _scratch((1,), dt.uint32, stream)
         mod["seg_scan"](nseg, 1024, stream, _ptr(ex), _ptr(seg_totals), n, SCAN_SEG)
         mod["seg_scan"](1, 1024, stream, _ptr(seg_totals), _ptr(nuniq), nseg, nseg)
         mod["add_offsets"](grid, BLOCK, stream, _ptr(ex), _ptr(seg_totals), n, SCAN_SEG)
