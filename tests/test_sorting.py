@@ -167,14 +167,15 @@ def test_topk_nan_is_largest():
     "topk(A, 3)", "topk(A, 0)", "partition(A, 3)", "partition(A, -3)", "partition(A, -4)",
     "argpartition(A, 5)", "argpartition(A, -4)", "sort(A, axis=1.0)", "topk(A, 1.0)",
     "partition(E, 0)", "topk(E, 0)", "sort([3, 1])", "sort(3)", "argsort(Z)", "sort(Z)",
-    "topk(A, k=1, axis=0)", "partition(A, kth=1, axis=0)",
+    "topk(A, k=1, axis=0)", "partition(A, kth=1, axis=0)", "sort(A, axis=True)",
+    "topk(A, True)", "argsort(A, axis=I64)", "topk(A, K64)",
 ])
 def test_errors_and_edges(mx, text):
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
 
     def env(lib, conv):
         return {"A": conv(a), "E": conv(np.zeros((2, 0), np.float32)),
-                "Z": conv(np.array(2.0, np.float32)),
+                "Z": conv(np.array(2.0, np.float32)), "I64": np.int64(0), "K64": np.int32(2),
                 **{n: getattr(lib, n) for n in ("sort", "argsort", "partition", "argpartition",
                                                 "topk")}}
 

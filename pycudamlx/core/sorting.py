@@ -69,12 +69,13 @@ def _axis(fn: str, a: array, axis: int | None, stream: Any) -> tuple[array, int]
 
             a = reshape(a, (-1,), stream=stream)
         return a, 0
+    axis = int(axis)
     if not -a.ndim <= axis < a.ndim:
         from ._base import AxisError
 
         raise AxisError(f"[{fn}] Axis {axis} is out of bounds for array with {a.ndim} "
                         "dimensions.")
-    return a, normalize_axis(int(axis), a.ndim)
+    return a, normalize_axis(axis, a.ndim)
 
 
 def _sorted(a: array, axis: int, indices: bool, stream: dev.Stream, start: int = 0) -> array:
