@@ -18,11 +18,15 @@ from .launch import grid_for
 from .stream import CudaStream
 
 BLOCK = 256
-RADIX_TILE = 2048          # sort.cu RADIX_TILE
 SCAN_SEG = 4096            # elements per block of the two-level uint32 scan (unique)
 _MAX_GRID = 2**31 - 1
 _KEY_DTYPES = {"uint8_t": dt.uint8, "uint16_t": dt.uint16, "uint32_t": dt.uint32,
                "uint64_t": dt.uint64}
+
+
+def radix_tile(key_size: int) -> int:
+    """Keys per tile of the radix passes (sort.cu RadixCfg<T>::TILE)."""
+    return 256 * (16 if key_size <= 4 else 8)
 
 
 def _size(shape: Sequence[int]) -> int:
@@ -84,7 +88,7 @@ def _radix_rows(mod: compiler.LoadedModule, x: Any, rows: int, n: int, m: int, s
     kdt = _KEY_DTYPES[registry.SORT_KEY_TYPES[x.dtype.name]]
     passes = kdt.size
     total = rows * n
-    tiles = -(-n // RADIX_TILE)
+    tiles = -(-n // radix_tile(kdt.size))
     keys = [None, None]
     idx = [None, None]
     if passes > 1:

@@ -5,7 +5,7 @@
 //   pairs in shared memory (the index breaks ties, so the result is the stable order); padding
 //   slots hold the largest key and indices >= n, so they land after every real element, NaN too.
 // - radix_*: an LSD radix sort for longer rows, 8 bits per pass over (key, index) pairs:
-//   radix_hist counts digits per tile of RADIX_TILE keys, seg_scan turns the digit-major counts
+//   radix_hist counts digits per tile of RadixCfg<T>::TILE keys, seg_scan turns the digit-major counts
 //   into exclusive offsets (per row and digit), radix_scatter ranks each tile stably (each warp
 //   a contiguous part with match_any and its own digit counters), reorders the tile in shared
 //   memory and writes it out in runs per digit.
@@ -145,8 +145,13 @@ __global__ void __launch_bounds__(CAP / 2) block_sort(const T* __restrict__ in,
 // ---- scans --------------------------------------------------------------------------------
 
 #define RADIX_THREADS 256
-#define RADIX_ITEMS 8
-#define RADIX_TILE (RADIX_THREADS * RADIX_ITEMS)
+
+// Keys per thread and per tile of the radix passes: 16 for keys of up to 32 bits, 8 for 64-bit
+// keys (the tile's keys and indices stay within 48 KiB of static shared memory).
+template <typename T> struct RadixCfg {
+  static const int ITEMS = sizeof(typename SortKey<T>::K) <= 4 ? 16 : 8;
+  static const int TILE = RADIX_THREADS * ITEMS;
+};
 
 // Exclusive scan of one value per thread over a block of 256 threads (all must call it).
 PCM_DEVICE uint32_t block_exclusive_scan256(uint32_t v, uint32_t* warp_tot) {
@@ -230,6 +235,8 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_hist(const void* __restri
                                                             int64_t n, int shift,
                                                             int64_t tiles) {
   typedef typename SortKey<T>::K K;
+  const int RADIX_ITEMS = RadixCfg<T>::ITEMS;
+  const int RADIX_TILE = RadixCfg<T>::TILE;
   __shared__ uint32_t h[256];
   h[threadIdx.x] = 0;
   __syncthreads();
@@ -261,8 +268,10 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
     const uint32_t* __restrict__ hist, const uint32_t* __restrict__ totals, int64_t n,
     int shift, int64_t tiles, int64_t start) {
   typedef typename SortKey<T>::K K;
-  __shared__ K skey[RADIX_TILE];
-  __shared__ uint32_t sidx[RADIX_TILE];
+  const int RADIX_ITEMS = RadixCfg<T>::ITEMS;
+  const int RADIX_TILE = RadixCfg<T>::TILE;
+  __shared__ K skey[RadixCfg<T>::TILE];
+  __shared__ uint32_t sidx[RadixCfg<T>::TILE];
   __shared__ uint32_t wcount[RADIX_THREADS / 32][256];
   __shared__ uint32_t gbase[256];
   __shared__ uint32_t lstart[256];
