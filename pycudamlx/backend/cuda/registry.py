@@ -301,7 +301,7 @@ def sort_module(dtype: str) -> ModuleSpec:
     kernels += [KernelSpec(f"radix_hist<{t}, {f}>", ("ptr", "ptr", "i64", "i32", "i64"))
                 for f in ("true", "false")]
     kernels += [KernelSpec(f"radix_scatter<{t}, {f}, {last}>", ("ptr",) * 9 + (
-        "i64", "i32", "i64", "i64")) for f in ("true", "false") for last in ("true", "false")]
+        "i64", "i32", "i64", "i64", "i32")) for f in ("true", "false") for last in ("true", "false")]
     kernels += [
         KernelSpec(f"searchsorted<{t}>", ("ptr", "i64", "i64", "ptr", "ptr", "i64", "i32")),
         KernelSpec(f"unique_flags<{t}>", ("ptr", "ptr", "i64")),

@@ -99,6 +99,7 @@ def _radix_rows(mod: compiler.LoadedModule, x: Any, rows: int, n: int, m: int, s
     totals = _scratch((rows * 256,), dt.uint32, stream)
     k_scan = mod["seg_scan"]
     blocks = rows * tiles
+    carry = 1 if out_idx is None and x.dtype.size <= 4 else 0
     src, isrc = _ptr(x), 0
     for p in range(passes):
         first, last = p == 0, p == passes - 1
@@ -109,7 +110,7 @@ def _radix_rows(mod: compiler.LoadedModule, x: Any, rows: int, n: int, m: int, s
         kout, iout = (0, 0) if last else (_ptr(keys[p % 2]), _ptr(idx[p % 2]))
         mod[f"radix_scatter<{t}, {fl}, {'true' if last else 'false'}>"](
             blocks, 256, stream, src, isrc, kout, iout, _ptr(x), _p(out_val), _p(out_idx),
-            _ptr(hist), _ptr(totals), n, shift, tiles, start)
+            _ptr(hist), _ptr(totals), n, shift, tiles, start, carry)
         src, isrc = kout, iout
 
 

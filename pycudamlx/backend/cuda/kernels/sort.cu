@@ -227,6 +227,23 @@ PCM_DEVICE typename SortKey<T>::K radix_key(const void* src, int64_t e) {
   return ((const K*)src)[e];
 }
 
+// A value of up to 4 bytes carried through the passes in place of its index (a sort that
+// wants values only), so the last pass writes it without gathering from the input.
+template <typename T> PCM_DEVICE uint32_t value_bits(T v) {
+  const unsigned char* p = (const unsigned char*)&v;
+  uint32_t u = 0;
+#pragma unroll
+  for (int i = 0; i < (int)sizeof(T) && i < 4; ++i) u |= (uint32_t)p[i] << (8 * i);
+  return u;
+}
+template <typename T> PCM_DEVICE T bits_value(uint32_t u) {
+  T v;
+  unsigned char* q = (unsigned char*)&v;
+#pragma unroll
+  for (int i = 0; i < (int)sizeof(T); ++i) q[i] = i < 4 ? (unsigned char)(u >> (8 * i)) : 0;
+  return v;
+}
+
 // hist[(row * 256 + digit) * tiles + tile] = count of digit in the tile (grid: rows * tiles).
 // src: the input (FIRST) or the keys, rows of n.
 template <typename T, bool FIRST>
@@ -259,14 +276,15 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_hist(const void* __restri
 // (row, digit, tile) among the row's keys of that digit; totals[row * 256 + digit] the row's
 // count of each digit. FIRST: keys come from the input ``src`` (indices are positions); else
 // from ``src``/``iin``. LAST: instead of keys and indices, sorted positions start.. of each row
-// go to out_val (the input's values) and/or out_idx (rows of m = n - start).
+// go to out_val (the input's values) and/or out_idx (rows of m = n - start). carry_value
+// (values only, sizeof(T) <= 4): the uint32 payload is the value's bits, not its index.
 template <typename T, bool FIRST, bool LAST>
 __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
     const void* __restrict__ src, const uint32_t* __restrict__ iin,
     typename SortKey<T>::K* __restrict__ kout, uint32_t* __restrict__ iout,
     const T* __restrict__ in, T* __restrict__ out_val, uint32_t* __restrict__ out_idx,
     const uint32_t* __restrict__ hist, const uint32_t* __restrict__ totals, int64_t n,
-    int shift, int64_t tiles, int64_t start) {
+    int shift, int64_t tiles, int64_t start, int carry_value) {
   typedef typename SortKey<T>::K K;
   const int RADIX_ITEMS = RadixCfg<T>::ITEMS;
   const int RADIX_TILE = RadixCfg<T>::TILE;
@@ -302,8 +320,14 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
     const bool valid = e < count;
     uint32_t d = 256u;  // invalid lanes: a digit of their own, never counted
     if (valid) {
-      key[c] = radix_key<T, FIRST>(src, off + base + e);
-      id[c] = FIRST ? (uint32_t)(base + e) : iin[off + base + e];
+      if (FIRST) {
+        const T v = ((const T*)src)[off + base + e];
+        key[c] = SortKey<T>::get(v);
+        id[c] = carry_value ? value_bits<T>(v) : (uint32_t)(base + e);
+      } else {
+        key[c] = ((const K*)src)[off + base + e];
+        id[c] = iin[off + base + e];
+      }
       d = (uint32_t)(key[c] >> shift) & 255u;
     }
     const uint32_t peers = __match_any_sync(0xffffffffu, d);
@@ -344,8 +368,12 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
     if (LAST) {
       if (g >= start) {
         const uint32_t i = sidx[s];
-        if (out_idx) out_idx[row * m + g - start] = i;
-        if (out_val) out_val[row * m + g - start] = in[off + i];
+        if (carry_value) {
+          out_val[row * m + g - start] = bits_value<T>(i);
+        } else {
+          if (out_idx) out_idx[row * m + g - start] = i;
+          if (out_val) out_val[row * m + g - start] = in[off + i];
+        }
       }
     } else {
       kout[off + g] = k;
