@@ -296,6 +296,7 @@ def sort_module(dtype: str) -> ModuleSpec:
     kernels = [KernelSpec(f"block_sort<{t}, {cap}>", sort_sig) for cap in SORT_BLOCK_CAPS]
     kernels += [
         KernelSpec("seg_scan", ("ptr", "ptr", "i64", "i64")),
+        KernelSpec("seg_scan_serial", ("ptr", "ptr", "i64", "i64")),
         KernelSpec("add_offsets", ("ptr", "ptr", "i64", "i64")),
     ]
     kernels += [KernelSpec(f"radix_hist<{t}, {f}>", ("ptr", "ptr", "i64", "i32", "i64"))

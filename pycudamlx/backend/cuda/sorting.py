@@ -19,6 +19,7 @@ from .stream import CudaStream
 
 BLOCK = 256
 SCAN_SEG = 4096            # elements per block of the two-level uint32 scan (unique)
+SERIAL_SCAN_MAX = 32       # radix tiles per row up to which a thread scans a whole segment
 _MAX_GRID = 2**31 - 1
 _KEY_DTYPES = {"uint8_t": dt.uint8, "uint16_t": dt.uint16, "uint32_t": dt.uint32,
                "uint64_t": dt.uint64}
@@ -89,6 +90,7 @@ def _radix_rows(mod: compiler.LoadedModule, x: Any, rows: int, n: int, m: int, s
     passes = kdt.size
     total = rows * n
     tiles = -(-n // radix_tile(kdt.size))
+    device = stream.device
     keys = [None, None]
     idx = [None, None]
     if passes > 1:
@@ -97,8 +99,15 @@ def _radix_rows(mod: compiler.LoadedModule, x: Any, rows: int, n: int, m: int, s
                _scratch((total,), dt.uint32, stream)]
     hist = _scratch((rows * 256 * tiles,), dt.uint32, stream)
     totals = _scratch((rows * 256,), dt.uint32, stream)
-    k_scan = mod["seg_scan"]
     blocks = rows * tiles
+    nseg = rows * 256
+    if tiles > SERIAL_SCAN_MAX:
+        def scan() -> None:
+            mod["seg_scan"](nseg, 1024, stream, _ptr(hist), _ptr(totals), nseg * tiles, tiles)
+    else:  # few tiles per row: one thread per (row, digit) beats a block of 1,024 per segment
+        def scan() -> None:
+            mod["seg_scan_serial"](grid_for(nseg, BLOCK, device), BLOCK, stream, _ptr(hist),
+                                   _ptr(totals), nseg, tiles)
     carry = 1 if out_idx is None and x.dtype.size <= 4 else 0
     src, isrc = _ptr(x), 0
     for p in range(passes):
@@ -106,7 +115,7 @@ def _radix_rows(mod: compiler.LoadedModule, x: Any, rows: int, n: int, m: int, s
         fl = "true" if first else "false"
         shift = 8 * p
         mod[f"radix_hist<{t}, {fl}>"](blocks, 256, stream, src, _ptr(hist), n, shift, tiles)
-        k_scan(rows * 256, 1024, stream, _ptr(hist), _ptr(totals), rows * 256 * tiles, tiles)
+        scan()
         kout, iout = (0, 0) if last else (_ptr(keys[p % 2]), _ptr(idx[p % 2]))
         mod[f"radix_scatter<{t}, {fl}, {'true' if last else 'false'}>"](
             blocks, 256, stream, src, isrc, kout, iout, _ptr(x), _p(out_val), _p(out_idx),

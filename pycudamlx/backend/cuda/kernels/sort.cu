@@ -206,6 +206,22 @@ __global__ void __launch_bounds__(1024) seg_scan(uint32_t* __restrict__ data,
   if (threadIdx.x == 0) totals[blockIdx.x] = carry;
 }
 
+// The same for many short segments: one thread per segment, in order.
+__global__ void seg_scan_serial(uint32_t* __restrict__ data, uint32_t* __restrict__ totals,
+                                int64_t nseg, int64_t seg) {
+  for (int64_t b = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; b < nseg;
+       b += (int64_t)gridDim.x * blockDim.x) {
+    uint32_t* d = data + b * seg;
+    uint32_t run = 0;
+    for (int64_t i = 0; i < seg; ++i) {
+      const uint32_t v = d[i];
+      d[i] = run;
+      run += v;
+    }
+    totals[b] = run;
+  }
+}
+
 // data[i] += offsets[i / seg]
 __global__ void add_offsets(uint32_t* __restrict__ data,
                                        const uint32_t* __restrict__ offsets, int64_t n,
