@@ -31,3 +31,4 @@ from .shape import *  # noqa: F401,F403,E402
 from .indexing import *  # noqa: F401,F403,E402
 from .matmul import *  # noqa: F401,F403,E402
 from . import random  # noqa: F401,E402
+from .sorting import *  # noqa: F401,F403,E402

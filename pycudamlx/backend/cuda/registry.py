@@ -424,6 +424,46 @@ def random_modules(dtypes: Sequence[str]) -> list[ModuleSpec]:
                    if d in RANDOM_NORMAL_DTYPES or d in RANDOM_ARGMAX_DTYPES
                    or d in RANDOM_RANDINT_DTYPES]
 
+#: Row capacities of the block-local bitonic sort (sort.cu block_sort); longer rows use radix.
+SORT_BLOCK_CAPS: tuple[int, ...] = (32, 64, 128, 256, 512, 1024, 2048)
+#: Key type (sort.cu SortKey<T>::K) of each dtype.
+SORT_KEY_TYPES: dict[str, str] = {
+    "bool": "uint8_t", "uint8": "uint8_t", "int8": "uint8_t", "uint16": "uint16_t",
+    "int16": "uint16_t", "float16": "uint16_t", "bfloat16": "uint16_t", "uint32": "uint32_t",
+    "int32": "uint32_t", "float32": "uint32_t", "uint64": "uint64_t", "int64": "uint64_t",
+    "float64": "uint64_t", "complex64": "uint64_t",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def sort_module(dtype: str) -> ModuleSpec:
+    """sort/argsort/topk (bitonic block sort, LSD radix sort), searchsorted and unique for one
+    dtype, plus the uint32 segment scans they use."""
+    t = _ctype(dtype)
+    sort_sig = ("ptr", "ptr", "ptr", "i64", "i64", "i64", "i64")
+    kernels = [KernelSpec(f"block_sort<{t}, {cap}>", sort_sig) for cap in SORT_BLOCK_CAPS]
+    kernels += [
+        KernelSpec("seg_scan", ("ptr", "ptr", "i64", "i64")),
+        KernelSpec("seg_scan_serial", ("ptr", "ptr", "i64", "i64")),
+        KernelSpec("add_offsets", ("ptr", "ptr", "i64", "i64")),
+    ]
+    kernels += [KernelSpec(f"radix_hist<{t}, {f}>", ("ptr", "ptr", "i64", "i32", "i64"))
+                for f in ("true", "false")]
+    kernels += [KernelSpec(f"radix_scatter<{t}, {f}, {last}>", ("ptr",) * 9 + (
+        "i64", "i32", "i64", "i64", "i32")) for f in ("true", "false") for last in ("true", "false")]
+    kernels += [
+        KernelSpec(f"searchsorted<{t}>", ("ptr", "i64", "i64", "ptr", "ptr", "i64", "i32")),
+        KernelSpec(f"unique_flags<{t}>", ("ptr", "ptr", "i64")),
+        KernelSpec(f"unique_scatter<{t}>",
+                   ("ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "i64", "i64")),
+        KernelSpec(f"unique_pad<{t}>", ("ptr", "ptr", "ptr", "ptr", "i64")),
+    ]
+    return ModuleSpec(f"sort.{dtype}", "sort", _program("sort.cu"), tuple(kernels), (dtype,))
+
+
+def sort_modules(dtypes: Sequence[str]) -> list[ModuleSpec]:
+    return [sort_module(d) for d in dtypes]
+
 
 def _op_defined(op: optable.ElementwiseOp, dtype: str) -> bool:
     return dt.by_name[dtype].kind in op.families
@@ -457,6 +497,7 @@ def builtin_modules(dtypes: Sequence[str] = COMMON_DTYPES) -> list[ModuleSpec]:
     modules.extend(gemm_module(d) for d in dtypes if d in GEMM_DTYPES)
     modules.extend(gemm_mma_module(d) for d in dtypes if d in MMA_DTYPES)
     modules.extend(random_modules(dtypes))
+    modules.extend(sort_modules(dtypes))
     return modules
 
 

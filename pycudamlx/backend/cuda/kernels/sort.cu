@@ -1,0 +1,483 @@
+// Sorting: MLX's order (ascending, stable, NaN last, -0.0 == 0.0) on order-preserving unsigned
+// keys. Rows are contiguous (the launcher moves the sorted axis last and copies if needed).
+//
+// - block_sort<T, CAP>: one block per row of n <= CAP elements; a bitonic sort of (key, index)
+//   pairs in shared memory (the index breaks ties, so the result is the stable order); padding
+//   slots hold the largest key and indices >= n, so they land after every real element, NaN too.
+// - radix_*: an LSD radix sort for longer rows, 8 bits per pass over (key, index) pairs:
+//   radix_hist counts digits per tile of RadixCfg<T>::TILE keys, seg_scan turns the digit-major counts
+//   into exclusive offsets (per row and digit), radix_scatter ranks each tile stably (each warp
+//   a contiguous part with match_any and its own digit counters), reorders the tile in shared
+//   memory and writes it out in runs per digit.
+//   The first pass computes keys from the input and the last one writes the outputs (values
+//   gathered from the input and/or indices, sorted positions start..), so no separate passes.
+// - searchsorted<T>: a binary search on keys per value.
+// - unique_*: run flags on the sorted values, a scan, and the scatter of MLX's four outputs.
+
+template <typename T> struct SortKey;
+
+template <> struct SortKey<bool> {
+  typedef uint8_t K;
+  static PCM_DEVICE K get(bool v) { return v ? 1 : 0; }
+};
+template <> struct SortKey<uint8_t> {
+  typedef uint8_t K;
+  static PCM_DEVICE K get(uint8_t v) { return v; }
+};
+template <> struct SortKey<int8_t> {
+  typedef uint8_t K;
+  static PCM_DEVICE K get(int8_t v) { return (K)((uint8_t)v ^ 0x80u); }
+};
+template <> struct SortKey<uint16_t> {
+  typedef uint16_t K;
+  static PCM_DEVICE K get(uint16_t v) { return v; }
+};
+template <> struct SortKey<int16_t> {
+  typedef uint16_t K;
+  static PCM_DEVICE K get(int16_t v) { return (K)((uint16_t)v ^ 0x8000u); }
+};
+template <> struct SortKey<uint32_t> {
+  typedef uint32_t K;
+  static PCM_DEVICE K get(uint32_t v) { return v; }
+};
+template <> struct SortKey<int32_t> {
+  typedef uint32_t K;
+  static PCM_DEVICE K get(int32_t v) { return (uint32_t)v ^ 0x80000000u; }
+};
+template <> struct SortKey<uint64_t> {
+  typedef uint64_t K;
+  static PCM_DEVICE K get(uint64_t v) { return v; }
+};
+template <> struct SortKey<int64_t> {
+  typedef uint64_t K;
+  static PCM_DEVICE K get(int64_t v) { return (uint64_t)v ^ 0x8000000000000000ull; }
+};
+
+PCM_DEVICE uint16_t half_key_bits(uint16_t b, uint16_t inf_bits) {
+  if ((b & 0x7fffu) > inf_bits) return 0xffffu;  // NaN: last
+  if (b == 0x8000u) b = 0;                        // -0.0 == 0.0
+  return (b & 0x8000u) ? (uint16_t)~b : (uint16_t)(b | 0x8000u);
+}
+template <> struct SortKey<__half> {
+  typedef uint16_t K;
+  static PCM_DEVICE K get(__half v) { return half_key_bits(v.bits, 0x7c00u); }
+};
+template <> struct SortKey<__nv_bfloat16> {
+  typedef uint16_t K;
+  static PCM_DEVICE K get(__nv_bfloat16 v) { return half_key_bits(v.bits, 0x7f80u); }
+};
+PCM_DEVICE uint32_t float_key(float f) {
+  uint32_t u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0xffffffffu;
+  if (u == 0x80000000u) u = 0;
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+template <> struct SortKey<float> {
+  typedef uint32_t K;
+  static PCM_DEVICE K get(float v) { return float_key(v); }
+};
+template <> struct SortKey<double> {
+  typedef uint64_t K;
+  static PCM_DEVICE K get(double v) {
+    uint64_t u = (uint64_t)__double_as_longlong(v);
+    if ((u & 0x7fffffffffffffffull) > 0x7ff0000000000000ull) return ~0ull;
+    if (u == 0x8000000000000000ull) u = 0;
+    return (u & 0x8000000000000000ull) ? ~u : (u | 0x8000000000000000ull);
+  }
+};
+template <> struct SortKey<complex64_t> {  // a NaN in either part: NaN; else (real, imag)
+  typedef uint64_t K;
+  static PCM_DEVICE K get(complex64_t v) {
+    if (v.re != v.re || v.im != v.im) return ~0ull;
+    return ((uint64_t)float_key(v.re) << 32) | (uint64_t)float_key(v.im);
+  }
+};
+
+// ---- block-local bitonic sort ---------------------------------------------------------------
+
+template <typename T, int CAP>
+__global__ void __launch_bounds__(CAP / 2) block_sort(const T* __restrict__ in,
+                                                      T* __restrict__ out_val,
+                                                      uint32_t* __restrict__ out_idx,
+                                                      int64_t rows, int64_t n, int64_t m,
+                                                      int64_t start) {
+  typedef typename SortKey<T>::K K;
+  __shared__ K skey[CAP];
+  __shared__ uint32_t sidx[CAP];
+  const int64_t row = blockIdx.x;
+  if (row >= rows) return;
+  const T* src = in + row * n;
+  for (int i = threadIdx.x; i < CAP; i += blockDim.x) {
+    if (i < n) {
+      skey[i] = SortKey<T>::get(src[i]);
+    } else {
+      skey[i] = (K)~(K)0;
+    }
+    sidx[i] = (uint32_t)i;
+  }
+  __syncthreads();
+  const int t = threadIdx.x;  // blockDim.x == CAP / 2: one compare-exchange per thread and step
+  for (int size = 2; size <= CAP; size <<= 1) {
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      const int p = 2 * t - (t & (stride - 1));
+      const int q = p + stride;
+      const K ka = skey[p], kb = skey[q];
+      const uint32_t ia = sidx[p], ib = sidx[q];
+      const bool greater = ka > kb || (ka == kb && ia > ib);
+      const bool ascending = (p & size) == 0;
+      if (greater == ascending) {
+        skey[p] = kb;
+        skey[q] = ka;
+        sidx[p] = ib;
+        sidx[q] = ia;
+      }
+      __syncthreads();
+    }
+  }
+  const int64_t o = row * m;
+  for (int j = t; j < m; j += blockDim.x) {
+    const uint32_t i = sidx[j + start];
+    if (out_idx) out_idx[o + j] = i;
+    if (out_val) out_val[o + j] = src[i];
+  }
+}
+
+// ---- scans --------------------------------------------------------------------------------
+
+#define RADIX_THREADS 256
+
+// Keys per thread and per tile of the radix passes: 16 for keys of up to 32 bits, 8 for 64-bit
+// keys (the tile's keys and indices stay within 48 KiB of static shared memory).
+template <typename T> struct RadixCfg {
+  static const int ITEMS = sizeof(typename SortKey<T>::K) <= 4 ? 16 : 8;
+  static const int TILE = RADIX_THREADS * ITEMS;
+};
+
+// Exclusive scan of one value per thread over a block of 256 threads (all must call it).
+PCM_DEVICE uint32_t block_exclusive_scan256(uint32_t v, uint32_t* warp_tot) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  uint32_t x = v;
+  for (int o = 1; o < 32; o <<= 1) {
+    const uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= o) x += y;
+  }
+  if (lane == 31) warp_tot[warp] = x;
+  __syncthreads();
+  uint32_t add = 0;
+  for (int w = 0; w < warp; ++w) add += warp_tot[w];
+  __syncthreads();
+  return x - v + add;
+}
+
+// Exclusive scan in place of each segment [b * seg, min(n, (b + 1) * seg)) of data (one block
+// of 1024 threads per segment); totals[b] = the segment's sum.
+__global__ void __launch_bounds__(1024) seg_scan(uint32_t* __restrict__ data,
+                                                            uint32_t* __restrict__ totals,
+                                                            int64_t n, int64_t seg) {
+  __shared__ uint32_t warp_tot[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t b0 = (int64_t)blockIdx.x * seg;
+  const int64_t end = n < b0 + seg ? n : b0 + seg;
+  uint32_t carry = 0;
+  for (int64_t base = b0; base < end; base += 1024) {
+    const int64_t i = base + threadIdx.x;
+    const uint32_t v = i < end ? data[i] : 0u;
+    uint32_t x = v;
+    for (int o = 1; o < 32; o <<= 1) {
+      const uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
+      if (lane >= o) x += y;
+    }
+    if (lane == 31) warp_tot[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+      uint32_t w = warp_tot[lane];
+      for (int o = 1; o < 32; o <<= 1) {
+        const uint32_t y = __shfl_up_sync(0xffffffffu, w, o);
+        if (lane >= o) w += y;
+      }
+      warp_tot[lane] = w;  // inclusive
+    }
+    __syncthreads();
+    const uint32_t before = warp ? warp_tot[warp - 1] : 0u;
+    if (i < end) data[i] = carry + before + x - v;
+    carry += warp_tot[31];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) totals[blockIdx.x] = carry;
+}
+
+// The same for many short segments: one thread per segment, in order.
+__global__ void seg_scan_serial(uint32_t* __restrict__ data, uint32_t* __restrict__ totals,
+                                int64_t nseg, int64_t seg) {
+  for (int64_t b = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; b < nseg;
+       b += (int64_t)gridDim.x * blockDim.x) {
+    uint32_t* d = data + b * seg;
+    uint32_t run = 0;
+    for (int64_t i = 0; i < seg; ++i) {
+      const uint32_t v = d[i];
+      d[i] = run;
+      run += v;
+    }
+    totals[b] = run;
+  }
+}
+
+// data[i] += offsets[i / seg]
+__global__ void add_offsets(uint32_t* __restrict__ data,
+                                       const uint32_t* __restrict__ offsets, int64_t n,
+                                       int64_t seg) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    data[i] += offsets[i / seg];
+  }
+}
+
+// ---- LSD radix sort -------------------------------------------------------------------------
+
+// The key of element e of a row: computed from the input in the first pass (FIRST), read from
+// the previous pass's keys otherwise.
+template <typename T, bool FIRST>
+PCM_DEVICE typename SortKey<T>::K radix_key(const void* src, int64_t e) {
+  typedef typename SortKey<T>::K K;
+  if (FIRST) return SortKey<T>::get(((const T*)src)[e]);
+  return ((const K*)src)[e];
+}
+
+// A value of up to 4 bytes carried through the passes in place of its index (a sort that
+// wants values only), so the last pass writes it without gathering from the input.
+template <typename T> PCM_DEVICE uint32_t value_bits(T v) {
+  const unsigned char* p = (const unsigned char*)&v;
+  uint32_t u = 0;
+#pragma unroll
+  for (int i = 0; i < (int)sizeof(T) && i < 4; ++i) u |= (uint32_t)p[i] << (8 * i);
+  return u;
+}
+template <typename T> PCM_DEVICE T bits_value(uint32_t u) {
+  T v;
+  unsigned char* q = (unsigned char*)&v;
+#pragma unroll
+  for (int i = 0; i < (int)sizeof(T); ++i) q[i] = i < 4 ? (unsigned char)(u >> (8 * i)) : 0;
+  return v;
+}
+
+// hist[(row * 256 + digit) * tiles + tile] = count of digit in the tile (grid: rows * tiles).
+// src: the input (FIRST) or the keys, rows of n.
+template <typename T, bool FIRST>
+__global__ void __launch_bounds__(RADIX_THREADS) radix_hist(const void* __restrict__ src,
+                                                            uint32_t* __restrict__ hist,
+                                                            int64_t n, int shift,
+                                                            int64_t tiles) {
+  typedef typename SortKey<T>::K K;
+  const int RADIX_ITEMS = RadixCfg<T>::ITEMS;
+  const int RADIX_TILE = RadixCfg<T>::TILE;
+  __shared__ uint32_t h[256];
+  h[threadIdx.x] = 0;
+  __syncthreads();
+  const int64_t row = blockIdx.x / tiles, tile = blockIdx.x % tiles;
+  const int64_t base = tile * RADIX_TILE;
+  const int64_t off = row * n;
+#pragma unroll
+  for (int c = 0; c < RADIX_ITEMS; ++c) {
+    const int64_t e = base + c * RADIX_THREADS + threadIdx.x;
+    if (e < n) {
+      const K k = radix_key<T, FIRST>(src, off + e);
+      atomicAdd(&h[(uint32_t)(k >> shift) & 255u], 1u);
+    }
+  }
+  __syncthreads();
+  hist[(row * 256 + threadIdx.x) * tiles + tile] = h[threadIdx.x];
+}
+
+// One stable scatter pass over (key, index) pairs. hist holds the exclusive offset of each
+// (row, digit, tile) among the row's keys of that digit; totals[row * 256 + digit] the row's
+// count of each digit. FIRST: keys come from the input ``src`` (indices are positions); else
+// from ``src``/``iin``. LAST: instead of keys and indices, sorted positions start.. of each row
+// go to out_val (the input's values) and/or out_idx (rows of m = n - start). carry_value
+// (values only, sizeof(T) <= 4): the uint32 payload is the value's bits, not its index.
+template <typename T, bool FIRST, bool LAST>
+__global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
+    const void* __restrict__ src, const uint32_t* __restrict__ iin,
+    typename SortKey<T>::K* __restrict__ kout, uint32_t* __restrict__ iout,
+    const T* __restrict__ in, T* __restrict__ out_val, uint32_t* __restrict__ out_idx,
+    const uint32_t* __restrict__ hist, const uint32_t* __restrict__ totals, int64_t n,
+    int shift, int64_t tiles, int64_t start, int carry_value) {
+  typedef typename SortKey<T>::K K;
+  const int RADIX_ITEMS = RadixCfg<T>::ITEMS;
+  const int RADIX_TILE = RadixCfg<T>::TILE;
+  __shared__ K skey[RadixCfg<T>::TILE];
+  __shared__ uint32_t sidx[RadixCfg<T>::TILE];
+  __shared__ uint32_t wcount[RADIX_THREADS / 32][256];
+  __shared__ uint32_t gbase[256];
+  __shared__ uint32_t lstart[256];
+  __shared__ uint32_t warp_tot[RADIX_THREADS / 32];
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  const int64_t row = blockIdx.x / tiles, tile = blockIdx.x % tiles;
+  const int64_t base = tile * RADIX_TILE;
+  const int count = (int)(n - base < RADIX_TILE ? n - base : (int64_t)RADIX_TILE);
+  const int64_t off = row * n;
+
+  const uint32_t digit_start = block_exclusive_scan256(totals[row * 256 + t], warp_tot);
+  gbase[t] = digit_start + hist[(row * 256 + t) * tiles + tile];
+#pragma unroll
+  for (int w = 0; w < RADIX_THREADS / 32; ++w) wcount[w][t] = 0;
+  __syncthreads();
+
+  // Warp w ranks tile elements [w * 32 * ITEMS, (w + 1) * 32 * ITEMS) in order, 32 at a time,
+  // with its own digit counters (no block barrier until every element is ranked): equal digits
+  // in one step are found with match_any, and their group leader bumps the warp's counter.
+  K key[RADIX_ITEMS];
+  uint32_t id[RADIX_ITEMS];
+  uint32_t rank[RADIX_ITEMS];
+  const uint32_t lt_mask = (1u << lane) - 1u;
+  const int wbase = warp * 32 * RADIX_ITEMS;
+#pragma unroll
+  for (int c = 0; c < RADIX_ITEMS; ++c) {
+    const int e = wbase + c * 32 + lane;
+    const bool valid = e < count;
+    uint32_t d = 256u;  // invalid lanes: a digit of their own, never counted
+    if (valid) {
+      if (FIRST) {
+        const T v = ((const T*)src)[off + base + e];
+        key[c] = SortKey<T>::get(v);
+        id[c] = carry_value ? value_bits<T>(v) : (uint32_t)(base + e);
+      } else {
+        key[c] = ((const K*)src)[off + base + e];
+        id[c] = iin[off + base + e];
+      }
+      d = (uint32_t)(key[c] >> shift) & 255u;
+    }
+    const uint32_t peers = __match_any_sync(0xffffffffu, d);
+    const int leader = __ffs(peers) - 1;
+    uint32_t before = 0;
+    if (valid && lane == leader) before = wcount[warp][d];
+    before = __shfl_sync(0xffffffffu, before, leader);
+    rank[c] = before + __popc(peers & lt_mask);
+    if (valid && lane == leader) wcount[warp][d] = before + __popc(peers);
+    __syncwarp();
+  }
+  __syncthreads();
+  // Digit t: each warp's start within the digit, then the digit's start within the tile.
+  uint32_t run = 0;
+#pragma unroll
+  for (int w = 0; w < RADIX_THREADS / 32; ++w) {
+    const uint32_t v = wcount[w][t];
+    wcount[w][t] = run;
+    run += v;
+  }
+  lstart[t] = block_exclusive_scan256(run, warp_tot);
+  __syncthreads();
+#pragma unroll
+  for (int c = 0; c < RADIX_ITEMS; ++c) {
+    if (wbase + c * 32 + lane < count) {
+      const uint32_t d = (uint32_t)(key[c] >> shift) & 255u;
+      const uint32_t p = lstart[d] + wcount[warp][d] + rank[c];
+      skey[p] = key[c];
+      sidx[p] = id[c];
+    }
+  }
+  __syncthreads();
+  const int64_t m = n - start;
+  for (int s = t; s < count; s += RADIX_THREADS) {
+    const K k = skey[s];
+    const uint32_t d = (uint32_t)(k >> shift) & 255u;
+    const int64_t g = (int64_t)gbase[d] + (s - (int64_t)lstart[d]);
+    if (LAST) {
+      if (g >= start) {
+        const uint32_t i = sidx[s];
+        if (carry_value) {
+          out_val[row * m + g - start] = bits_value<T>(i);
+        } else {
+          if (out_idx) out_idx[row * m + g - start] = i;
+          if (out_val) out_val[row * m + g - start] = in[off + i];
+        }
+      }
+    } else {
+      kout[off + g] = k;
+      iout[off + g] = sidx[s];
+    }
+  }
+}
+
+// ---- searchsorted ---------------------------------------------------------------------------
+
+template <typename T>
+__global__ void searchsorted(const T* __restrict__ seq, int64_t sstride, int64_t m,
+                             const T* __restrict__ vals, uint32_t* __restrict__ out, int64_t n,
+                             int right) {
+  typedef typename SortKey<T>::K K;
+  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < n;
+       j += (int64_t)gridDim.x * blockDim.x) {
+    const K v = SortKey<T>::get(vals[j]);
+    int64_t lo = 0, hi = m;
+    while (lo < hi) {
+      const int64_t mid = (lo + hi) >> 1;
+      const K s = SortKey<T>::get(seq[mid * sstride]);
+      if (right ? (s <= v) : (s < v)) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    out[j] = (uint32_t)lo;
+  }
+}
+
+// ---- unique ---------------------------------------------------------------------------------
+
+// Equality as MLX's unique sees it: NaN never equals NaN, -0.0 equals 0.0.
+template <typename T> PCM_DEVICE bool same_value(T a, T b) { return a == b; }
+template <> PCM_DEVICE bool same_value<__half>(__half a, __half b) {
+  return half_to_float(a) == half_to_float(b);
+}
+template <> PCM_DEVICE bool same_value<__nv_bfloat16>(__nv_bfloat16 a, __nv_bfloat16 b) {
+  return bf16_to_float(a) == bf16_to_float(b);
+}
+template <> PCM_DEVICE bool same_value<complex64_t>(complex64_t a, complex64_t b) {
+  return a.re == b.re && a.im == b.im;
+}
+
+template <typename T> PCM_DEVICE uint32_t run_start(const T* s, int64_t i) {
+  return (i == 0 || !same_value<T>(s[i], s[i - 1])) ? 1u : 0u;
+}
+
+template <typename T>
+__global__ void unique_flags(const T* __restrict__ s, uint32_t* __restrict__ flags, int64_t n) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    flags[i] = run_start<T>(s, i);
+  }
+}
+
+// s: sorted values, idx: their positions in the input, ex: exclusive scan of the run flags.
+template <typename T>
+__global__ void unique_scatter(const T* __restrict__ s, const uint32_t* __restrict__ idx,
+                               const uint32_t* __restrict__ ex, T* __restrict__ values,
+                               uint32_t* __restrict__ index, uint32_t* __restrict__ inverse,
+                               int32_t* __restrict__ counts, int64_t n, int64_t size) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const uint32_t f = run_start<T>(s, i);
+    const int64_t g = (int64_t)ex[i] + f - 1;
+    inverse[idx[i]] = size > 0 ? (uint32_t)(g < size - 1 ? g : size - 1) : 0u;
+    if (g < size) {
+      if (f) {
+        values[g] = s[i];
+        index[g] = idx[i];
+      }
+      atomicAdd(&counts[g], 1);
+    }
+  }
+}
+
+// Entries nuniq.. of values hold the fill (or values[0]), of index index[0] (or 0).
+template <typename T>
+__global__ void unique_pad(T* __restrict__ values, uint32_t* __restrict__ index,
+                           const uint32_t* __restrict__ nuniq_ptr, const T* __restrict__ fill,
+                           int64_t size) {
+  const int64_t nuniq = nuniq_ptr ? (int64_t)*nuniq_ptr : 0;
+  for (int64_t g = nuniq + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < size;
+       g += (int64_t)gridDim.x * blockDim.x) {
+    values[g] = fill ? *fill : values[0];
+    index[g] = nuniq ? index[0] : 0u;
+  }
+}

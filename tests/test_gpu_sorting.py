@@ -1,0 +1,145 @@
+"""Sorting on the GPU (strict mode: kernels ran): the same results as the CPU backend, itself
+checked against MLX in test_sorting.py. Sizes cover both kernel paths: the bitonic block sort
+(rows <= 2,048, every capacity) and the radix sort (longer rows, several tiles, every key width),
+many rows (> 2^16), non-contiguous inputs, ties and NaNs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pycudamlx.core as pm
+from pycudamlx import _env
+from shapecheck import DTYPES, host, keep_array_class  # noqa: F401
+from test_sorting import ours, tied
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(autouse=True)
+def _strict_gpu(gpu_device, monkeypatch):
+    monkeypatch.setattr(_env, "STRICT_GPU", True)
+    yield
+
+
+def on_gpu(x: np.ndarray) -> pm.array:
+    a = ours(x)
+    y = pm.where(a, True, False, stream=pm.gpu) if a.dtype == pm.bool_ else pm.add(
+        a, pm.zeros((), a.dtype), stream=pm.gpu)
+    pm.eval(y)
+    assert type(y._data).__name__ == "GpuArray"
+    return y
+
+
+def _as_f64(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float64) if x.dtype.kind == "V" else x
+
+
+def same(fn, x: np.ndarray, *extra) -> None:
+    """fn on the CPU stream and on the GPU stream: same dtype, shape, values, exactly."""
+    with pm.stream(pm.cpu):
+        ref = fn(ours(x), *extra)
+        ref_h = [host(r) for r in ref] if isinstance(ref, tuple) else [host(ref)]
+    g = on_gpu(x)
+    with pm.stream(pm.gpu):
+        out = fn(g, *extra)
+        pm.eval(out)
+    outs = list(out) if isinstance(out, tuple) else [out]
+    refs = list(ref) if isinstance(ref, tuple) else [ref]
+    for o, r, rh in zip(outs, refs, ref_h):
+        assert o.dtype == r.dtype and o.shape == r.shape
+        if o.size:
+            assert type(o._data).__name__ == "GpuArray"
+        np.testing.assert_array_equal(_as_f64(host(o)), _as_f64(rh))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 2, 31, 33, 100, 257, 1000, 2048, 2049, 5000])
+def test_sort_argsort_every_dtype(dtype, n):
+    x = tied((3, n), dtype, n)
+    same(lambda a: pm.sort(a), x)
+    same(lambda a: pm.argsort(a), x)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "float16", "uint8", "complex64"])
+def test_radix_multi_tile(dtype):
+    x = tied((70001,), dtype, 1)
+    same(lambda a: pm.argsort(a), x)
+    same(lambda a: pm.sort(a), x)
+
+
+def test_large_float32_and_distinct_values():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(1 << 20).astype(np.float32)
+    same(lambda a: pm.argsort(a), x)
+    same(lambda a: pm.sort(a), x)
+
+
+def test_many_rows_and_axes():
+    x = tied((70000, 5), "float32", 3)
+    same(lambda a: pm.sort(a, axis=-1), x)
+    same(lambda a: pm.argsort(a, axis=0), x)       # strided rows: a copy first
+    y = tied((4, 3000, 3), "int32", 4)
+    same(lambda a: pm.argsort(a, axis=1), y)
+    same(lambda a: pm.sort(a, axis=None), y)
+    same(lambda a: pm.argsort(a.T, axis=-1), y)
+
+
+def test_short_rows_workload_shape():
+    x = tied((4096, 256), "float32", 5)
+    same(lambda a: pm.sort(a), x)
+    same(lambda a: pm.argsort(a), x)
+
+
+def test_empty_and_single():
+    same(lambda a: pm.sort(a), np.zeros((3, 0), np.float32))
+    same(lambda a: pm.argsort(a, axis=0), np.zeros((0, 4), np.int32))
+    same(lambda a: pm.sort(a, axis=None), np.array(2.5, np.float32))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_partition_topk(dtype):
+    for n in (17, 3000):
+        x = tied((3, n), dtype, 7)
+        same(lambda a: pm.partition(a, 5), x)
+        same(lambda a: pm.argpartition(a, -2, axis=1), x)
+        same(lambda a: pm.topk(a, 4), x)
+        same(lambda a: pm.topk(a, n, axis=-1), x)
+        same(lambda a: pm.topk(a, 2, axis=0), x)
+        same(lambda a: pm.topk(a, 0), x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_searchsorted(dtype):
+    seq = tied((301,), dtype, 8)
+    with pm.stream(pm.cpu):
+        seq = host(pm.sort(ours(seq)))
+    vals = tied((7, 45), dtype, 9)
+    g_seq = on_gpu(seq)
+    for side in ("left", "right"):
+        with pm.stream(pm.cpu):
+            ref = host(pm.searchsorted(ours(seq), ours(vals), side))
+        with pm.stream(pm.gpu):
+            out = pm.searchsorted(g_seq, on_gpu(vals), side)
+            pm.eval(out)
+        assert out.dtype == pm.uint32 and out.shape == (7, 45)
+        np.testing.assert_array_equal(host(out), ref)
+        with pm.stream(pm.gpu):  # a strided sequence and strided values
+            out = pm.searchsorted(g_seq[::2], on_gpu(vals).T, side)
+        with pm.stream(pm.cpu):
+            ref = host(pm.searchsorted(ours(seq)[::2], ours(vals).T, side))
+        np.testing.assert_array_equal(host(out), ref)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_unique(dtype):
+    for shape in ((5, 13), (9000,)):
+        x = tied(shape, dtype, 10)
+        for size in (1, 4, 70, 9001):
+            same(lambda a, s=size: pm.unique(a, s, True, True, True), x)
+        same(lambda a: pm.unique(a, 6, True, True, True, fill_value=1), x)
+
+
+def test_unique_empty_and_zero_size():
+    same(lambda a: pm.unique(a, 3, True, True, True, fill_value=2), np.zeros((0,), np.float32))
+    same(lambda a: pm.unique(a, 0, True, True, True), np.arange(5, dtype=np.int32))
