@@ -597,6 +597,7 @@ def main() -> int:
         log.info("[%d/%d] %s", i + 1, len(names), title)
         res = fn(impls, args.reps)
         rows.append({"workload": key, "title": title, "unit": unit, "results": res})
+        log.info("    %s", "  ".join(f"{k} {v:.3g}" for k, v in res.items()) or "no results")
     doc = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "versions": versions(impls),
            "copy_tbs": copy_tbs, "rows": rows, "reps": args.reps}
     if args.json:
