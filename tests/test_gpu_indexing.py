@@ -164,8 +164,9 @@ def test_at_heavy_contention():
              vals.astype(np.float16))
     f = np.random.default_rng(2).random(n).astype(np.float32)
     run_both(lambda t, i, u: t.at[i].add(u), np.zeros(7, np.float32), idx, f, tol=1e-3)
-    run_both(lambda t, i, u: t.at[i].add(u), np.zeros(7, np.float64), idx,
-             f.astype(np.float64), tol=1e-9)
+    # float64 numpy data becomes float32 in mx.array (as in MLX): cast inside to sum in float64
+    run_both(lambda t, i, u: t.astype(pm.float64).at[i].add(u.astype(pm.float64)),
+             np.zeros(7, np.float32), idx, f, tol=1e-9)
 
 
 def test_at_nan_rules_on_the_gpu():
