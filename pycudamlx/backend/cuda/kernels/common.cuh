@@ -225,6 +225,31 @@ PCM_DEVICE void load_tile_down_columns(T (*tile)[TILE + 1], const T* __restrict_
   }
 }
 
+// out (rows x cols, contiguous) = F::template apply<T, U>(x) for a source x laid out down
+// columns (x.T): staged through a tile so that reads and writes are both coalesced. The body of
+// unary_tiled and copy_tiled, which differ in F only.
+template <typename T, typename U, typename F>
+PCM_DEVICE void tiled_map(const T* __restrict__ a, U* __restrict__ out, int64_t rows,
+                          int64_t cols, int64_t sa0, int64_t sa1) {
+  enum { TILE = TileSide<T>::value };
+  __shared__ T ta[TILE][TILE + 1];
+  const int64_t j0 = (int64_t)blockIdx.x * TILE;
+  for (int64_t i0 = (int64_t)blockIdx.y * TILE; i0 < rows; i0 += (int64_t)gridDim.y * TILE) {
+    __syncthreads();
+    load_tile_down_columns<T, TILE>(ta, a, sa0, sa1, i0, j0, rows, cols);
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < TILE / 8; ++k) {
+#pragma unroll
+      for (int m = 0; m < TILE / 32; ++m) {
+        const int r = threadIdx.y + 8 * k, c = threadIdx.x + 32 * m;
+        const int64_t i = i0 + r, j = j0 + c;
+        if (i < rows && j < cols) out[i * cols + j] = F::template apply<T, U>(ta[r][c]);
+      }
+    }
+  }
+}
+
 // The element offsets of row ``row``'s start in each operand (rows of a 2-D launch: one
 // multiplication per operand, the common case; deeper outer layouts divide).
 template <int NARGS>

@@ -41,27 +41,14 @@ __global__ void copy_general(const T* __restrict__ a, U* __restrict__ out, int64
 }
 
 // Tiles: a contiguous (rows x cols) destination from a source laid out down columns
-// (contiguous(a.T), astype of a transpose), through shared memory as binary.cu binary_tiled.
+// (contiguous(a.T), astype of a transpose).
+struct CastTo {
+  template <typename T, typename U> PCM_DEVICE static U apply(T v) { return cast<U>(v); }
+};
 template <typename T, typename U>
 __global__ void copy_tiled(const T* __restrict__ a, U* __restrict__ out, int64_t rows,
                            int64_t cols, int64_t sa0, int64_t sa1) {
-  enum { TILE = TileSide<T>::value };
-  __shared__ T ta[TILE][TILE + 1];
-  const int64_t j0 = (int64_t)blockIdx.x * TILE;
-  for (int64_t i0 = (int64_t)blockIdx.y * TILE; i0 < rows; i0 += (int64_t)gridDim.y * TILE) {
-    __syncthreads();
-    load_tile_down_columns<T, TILE>(ta, a, sa0, sa1, i0, j0, rows, cols);
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < TILE / 8; ++k) {
-#pragma unroll
-      for (int m = 0; m < TILE / 32; ++m) {
-        const int r = threadIdx.y + 8 * k, c = threadIdx.x + 32 * m;
-        const int64_t i = i0 + r, j = j0 + c;
-        if (i < rows && j < cols) out[i * cols + j] = cast<U>(ta[r][c]);
-      }
-    }
-  }
+  tiled_map<T, U, CastTo>(a, out, rows, cols, sa0, sa1);
 }
 
 // ---- fill ------------------------------------------------------------------------------------

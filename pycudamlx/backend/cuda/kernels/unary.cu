@@ -32,26 +32,12 @@ __global__ void unary_strided(const T* __restrict__ a, U* __restrict__ out, int6
   }
 }
 
-// Tiles: out (rows x cols, contiguous) from an operand laid out down columns (exp(a.T)): staged
-// through shared memory so that reads and writes are both coalesced (binary.cu binary_tiled).
+// Tiles: out (rows x cols, contiguous) from an operand laid out down columns (exp(a.T)).
+struct ApplyUnary {
+  template <typename T, typename U> PCM_DEVICE static U apply(T v) { return apply_unary<T, U>(v); }
+};
 template <typename T, typename U>
 __global__ void unary_tiled(const T* __restrict__ a, U* __restrict__ out, int64_t rows,
                             int64_t cols, int64_t sa0, int64_t sa1) {
-  enum { TILE = TileSide<T>::value };
-  __shared__ T ta[TILE][TILE + 1];
-  const int64_t j0 = (int64_t)blockIdx.x * TILE;
-  for (int64_t i0 = (int64_t)blockIdx.y * TILE; i0 < rows; i0 += (int64_t)gridDim.y * TILE) {
-    __syncthreads();
-    load_tile_down_columns<T, TILE>(ta, a, sa0, sa1, i0, j0, rows, cols);
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < TILE / 8; ++k) {
-#pragma unroll
-      for (int m = 0; m < TILE / 32; ++m) {
-        const int r = threadIdx.y + 8 * k, c = threadIdx.x + 32 * m;
-        const int64_t i = i0 + r, j = j0 + c;
-        if (i < rows && j < cols) out[i * cols + j] = apply_unary<T, U>(ta[r][c]);
-      }
-    }
-  }
+  tiled_map<T, U, ApplyUnary>(a, out, rows, cols, sa0, sa1);
 }
