@@ -27,6 +27,7 @@ _PRELUDE = r"""
 #define __forceinline__ inline
 #define __global__
 #define __restrict__
+#define __shared__ static
 #define __align__(n) alignas(n)
 struct Dim3 { long long x, y, z; };
 static Dim3 blockIdx{0, 0, 0}, threadIdx{0, 0, 0}, blockDim{1, 1, 1}, gridDim{1, 1, 1};
