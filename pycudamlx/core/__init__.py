@@ -29,3 +29,4 @@ from .memory import *  # noqa: F401,F403,E402
 from . import cuda, metal  # noqa: F401,E402
 from .shape import *  # noqa: F401,F403,E402
 from .indexing import *  # noqa: F401,F403,E402
+from .reduce import *  # noqa: F401,F403,E402

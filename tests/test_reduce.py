@@ -1,0 +1,347 @@
+"""Reductions, scans, softmax and diff: differential against real MLX (dtypes, shapes, values,
+errors) over every dtype, axes (None, int, negative, tuple, empty), keepdims, 0-d, empty and
+non-contiguous inputs; a GPU-stream variant checks the host fallback and the strict mode."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pycudamlx.core as mx
+
+DTYPES = ["bool_", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
+          "float16", "bfloat16", "float32", "float64", "complex64"]
+
+REDUCTIONS = ["sum", "prod", "mean", "var", "std", "max", "min", "all", "any", "logsumexp",
+              "count_nonzero", "median"]
+SCANS = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"]
+
+
+@pytest.fixture(scope="module")
+def mlx():
+    return pytest.importorskip("mlx.core")
+
+
+def _data(dtype: str, shape: tuple[int, ...], seed: int = 0, small: bool = False) -> np.ndarray:
+    """Random nonzero values that fit ``dtype`` (small magnitudes for prod/cumprod)."""
+    rng = np.random.default_rng(seed)
+    if dtype == "bool_":
+        return rng.random(shape) < 0.7
+    hi = 3 if small else 50
+    if dtype.startswith("uint"):
+        return rng.integers(1, hi, shape).astype(dtype)
+    if dtype.startswith("int"):
+        v = rng.integers(1, hi, shape) * rng.choice([-1, 1], shape)
+        return v.astype(dtype)
+    scale = 1.5 if small else 4.0
+    v = (rng.random(shape) + 0.25) * scale * rng.choice([-1, 1], shape)
+    if dtype == "complex64":
+        return (v + 1j * rng.random(shape)).astype(np.complex64)
+    if dtype == "bfloat16":
+        return v.astype(np.float32)  # converted by each library's own astype
+    return v.astype(dtype)
+
+
+def _make(m, values: np.ndarray, dtype: str):
+    return m.array(values).astype(getattr(m, dtype)) if dtype == "bfloat16" else m.array(values)
+
+
+def _tol(dtype_name: str) -> tuple[float, float]:
+    if "float16" in dtype_name:
+        return 2e-2, 2e-2
+    if dtype_name.endswith("float64"):
+        return 1e-10, 1e-10
+    return 2e-5, 2e-5
+
+
+def _values(x, name):
+    if name == "bfloat16":
+        return np.array(x.astype(_module_of(x).float32))
+    return np.array(x)
+
+
+def _module_of(x):
+    return mx if isinstance(x, mx.array) else __import__("mlx.core", fromlist=["float32"])
+
+
+def _collect(r):
+    rs = list(r) if isinstance(r, (tuple, list)) else [r]
+    return [(str(x.dtype).split(".")[-1], tuple(x.shape),
+             _values(x, str(x.dtype).split(".")[-1])) for x in rs]
+
+
+def _compare(mlx, call, **env) -> None:
+    """Run ``call`` with ``m`` = pycudamlx and = MLX; the same error, or the same results."""
+    def run(m):
+        scope = {"m": m, **{k: (v(m) if callable(v) else v) for k, v in env.items()}}
+        return _collect(eval(call, scope))
+
+    try:
+        expected = run(mlx)
+    except Exception as exc:  # noqa: BLE001 - ours must raise the same
+        with pytest.raises(type(exc)) as info:
+            run(mx)
+        msg = str(exc).split("\n")[0]
+        if "incompatible function arguments" not in msg:
+            assert str(info.value) == msg
+        return
+    got = run(mx)
+    assert [g[:2] for g in got] == [e[:2] for e in expected], call
+    for (name, _, g), (_, _, e) in zip(got, expected):
+        if name in ("bool", "uint32") or name.startswith("int") or name.startswith("uint"):
+            np.testing.assert_array_equal(g, e, err_msg=call)
+        else:
+            rtol, atol = _tol(name)
+            np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, equal_nan=True, err_msg=call)
+
+
+def _arr(values, dtype):
+    return lambda m: _make(m, values, dtype)
+
+
+AXES = ["None", "1", "-1", "(0, 2)", "()", "[2, 0]"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", REDUCTIONS)
+def test_reductions_match_mlx(mlx, op, dtype):
+    values = _data(dtype, (3, 5, 4), small=op == "prod")
+    a = _arr(values, dtype)
+    if op == "logsumexp" and dtype in ("bool_", "uint8", "uint16", "uint32", "uint64"):
+        # MLX computes a - max(a) in the input dtype here (wrapping): garbage. We give the
+        # mathematical result; numpy is the oracle.
+        ref = np.asarray(values, np.float64)
+        for axis in (None, 1, (0, 2)):
+            got = mx.logsumexp(_make(mx, values, dtype), axis)
+            assert got.dtype == mx.float32
+            np.testing.assert_allclose(np.array(got), np.log(np.exp(ref).sum(axis)), rtol=1e-5)
+        return
+    for axis in AXES:
+        for keepdims in (False, True):
+            call = (f"m.{op}(a, axis={axis}, keepdims={keepdims})" if op == "count_nonzero"
+                    else f"m.{op}(a, {axis}, {keepdims})")
+            _compare(mlx, call, a=a)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_arg_reductions_minmax_match_mlx(mlx, dtype):
+    values = _data(dtype, (3, 5, 4))
+    a = _arr(values, dtype)
+    for op in ("argmax", "argmin"):
+        for axis in ("None", "0", "1", "-1"):
+            for keepdims in (False, True):
+                _compare(mlx, f"m.{op}(a, {axis}, keepdims={keepdims})", a=a)
+    for axis in ("None", "1", "(0, 2)"):
+        _compare(mlx, f"m.minmax(a, {axis})", a=a)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_var_std_ddof_match_mlx(mlx, dtype):
+    a = _arr(_data(dtype, (4, 3)), dtype)
+    for call in ("m.var(a, ddof=1)", "m.std(a, 0, ddof=2)", "m.var(a, 0, ddof=4)",
+                 "m.std(a, 1, True, 5)", "m.var(a, ddof=12)"):
+        _compare(mlx, call, a=a)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", SCANS)
+def test_scans_match_mlx(mlx, op, dtype):
+    values = _data(dtype, (3, 7), small=op == "cumprod")
+    a = _arr(values, dtype)
+    for axis in ("None", "0", "1", "-1"):
+        for reverse in (False, True):
+            for inclusive in (True, False):
+                _compare(mlx, f"m.{op}(a, {axis}, reverse={reverse}, inclusive={inclusive})",
+                         a=a)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_diff_match_mlx(mlx, dtype):
+    values = _data(dtype, (3, 6))
+    a = _arr(values, dtype)
+    softmax_calls = ["m.softmax(a, -1)", "m.softmax(a, 1, precise=True)"]
+    if dtype in ("float16", "bfloat16", "float32", "float64", "complex64"):
+        softmax_calls += ["m.softmax(a)", "m.softmax(a, 0, precise=True)", "m.softmax(a, (0, 1))"]
+    else:
+        # MLX's softmax over anything but the last axis alone computes in the integer dtype
+        # (all zeros); we give float32 softmax, checked against numpy.
+        ref = np.asarray(values, np.float64)
+        for axis in (None, 0, (0, 1)):
+            got = mx.softmax(mx.array(values), axis)
+            e = np.exp(ref - ref.max(axis, keepdims=True))
+            assert got.dtype == mx.float32
+            np.testing.assert_allclose(np.array(got), e / e.sum(axis, keepdims=True), rtol=1e-5,
+                                       atol=1e-30)
+    for call in softmax_calls + ["m.diff(a)", "m.diff(a, 2, 0)", "m.diff(a, 0)",
+                 "m.diff(a, 3, axis=0)", "m.diff(a, n=2, axis=-1)"]:
+        _compare(mlx, call, a=a)
+
+
+def test_cumsum_dtype_argument(mlx):
+    for dtype in ("float16", "bool_", "int32"):
+        a = _arr(_data(dtype, (9,)), dtype)
+        for out in ("int8", "float16", "float32", "int64"):
+            _compare(mlx, f"m.cumsum(a, dtype=m.{out})", a=a)
+
+
+def test_integer_wrapping_and_widening(mlx):
+    cases = [("int8", [100, 100, 27]), ("int32", [2**31 - 1, 1]), ("uint8", [200, 100]),
+             ("int16", [30000, 30000]), ("uint32", [2**32 - 1, 2]), ("int64", [2**62, 2**62])]
+    for dtype, vals in cases:
+        a = (lambda v, d: lambda m: m.array(np.array(v, d)))(vals, dtype)
+        for call in ("m.sum(a)", "m.prod(a)", "m.cumsum(a)", "m.cumprod(a)", "m.mean(a)",
+                     "m.diff(a)"):
+            _compare(mlx, call, a=a)
+
+
+def test_nan_and_inf(mlx):
+    nan, inf = float("nan"), float("inf")
+    cases = {"n": [1.0, nan, 3.0, -2.0], "i": [inf, 1.0, 2.0], "ni": [-inf, -inf],
+             "mix": [-inf, inf, 0.5]}
+    calls = ["m.max(a)", "m.min(a)", "m.argmax(a)", "m.argmin(a)", "m.sum(a)", "m.mean(a)",
+             "m.logsumexp(a)", "m.cummax(a)", "m.cummin(a)", "m.median(a)", "m.softmax(a)",
+             "m.logcumsumexp(a)", "m.minmax(a)", "m.all(a)", "m.count_nonzero(a)"]
+    for vals in cases.values():
+        for d in ("float32", "float16", "float64"):
+            a = (lambda v, d: lambda m: m.array(np.array(v, d)))(vals, d)
+            for call in calls:
+                if d == "float16" and call in ("m.cummax(a)", "m.cummin(a)") and vals == cases[
+                        "n"]:
+                    continue  # MLX's float16 cummax/cummin drop the NaN (garbage)
+                _compare(mlx, call, a=a)
+    got = mx.cummax(mx.array(np.array(cases["n"], np.float16)))
+    assert np.isnan(np.array(got)[1:]).all()  # NaN propagates, as MLX's float32 scan
+
+
+def test_ties(mlx):
+    a = lambda m: m.array(np.array([[3, 1, 3, 1], [2, 2, 2, 2]], np.int32))  # noqa: E731
+    for call in ("m.argmax(a, 1)", "m.argmin(a, 1)", "m.argmax(a)", "m.argmin(a, 0)",
+                 "m.median(a, 1)"):
+        _compare(mlx, call, a=a)
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (0,), (0, 3), (3, 0), (2, 0, 5)])
+def test_zero_d_and_empty(mlx, shape):
+    values = np.arange(1, 1 + int(np.prod(shape)), dtype=np.float32).reshape(shape) * 0.5
+    a = lambda m: m.array(values)  # noqa: E731
+    calls = [f"m.{op}(a)" for op in REDUCTIONS + SCANS + ["argmax", "argmin", "minmax",
+                                                          "softmax"]]
+    if shape:
+        calls += [f"m.{op}(a, 0)" for op in REDUCTIONS + ["argmax", "softmax"] + SCANS]
+        calls += [f"m.{op}(a, -1, keepdims=True)" for op in REDUCTIONS + ["argmin"]]
+        calls += ["m.diff(a)", "m.diff(a, 2, 0)", "m.var(a, ddof=1)"]
+    else:
+        calls += ["m.sum(a, ())", "m.sum(a, 0)", "m.argmax(a, 0)", "m.cumsum(a, 0)",
+                  "m.diff(a)", "m.max(a, keepdims=True)"]
+        # MLX raises "cannot create std::vector larger than max_size()" here (garbage).
+        r = mx.argmax(mx.array(values), keepdims=True)
+        assert r.shape == () and r.item() == 0
+    if len(shape) > 1 and 0 in shape:
+        # MLX's prod over every axis of an empty n-d array gives 0; the empty product is 1.
+        # all() likewise gives False; the empty conjunction is True.
+        calls.remove("m.prod(a)")
+        calls.remove("m.all(a)")
+        assert mx.prod(mx.array(values)).item() == 1.0
+        assert mx.all(mx.array(values)).item() is True
+    for call in calls:
+        _compare(mlx, call, a=a)
+
+
+def test_non_contiguous_inputs(mlx):
+    values = _data("float32", (4, 6, 5), seed=3)
+    views = {
+        "transposed": lambda m: m.transpose(m.array(values), (2, 0, 1)),
+        "sliced": lambda m: m.array(values)[1:, ::2, 1:4],
+        "reversed": lambda m: m.array(values)[::-1, :, ::-2],
+        "broadcast": lambda m: m.broadcast_to(m.array(values)[:1], (3, 6, 5)),
+    }
+    for view in views.values():
+        for call in ("m.sum(a, (0, 2))", "m.max(a, 1)", "m.var(a, -1, ddof=1)",
+                     "m.argmax(a, 0)", "m.cumsum(a, 1, reverse=True)", "m.softmax(a, 2)",
+                     "m.median(a, (1, 2))", "m.logsumexp(a, 0, True)", "m.diff(a, 1, 1)",
+                     "m.cummin(a, inclusive=False)", "m.count_nonzero(a, axis=1)"):
+            _compare(mlx, call, a=view)
+
+
+def test_odd_sizes_against_numpy():
+    rng = np.random.default_rng(5)
+    for n in (1, 31, 257, 1023, 4099):
+        v = rng.standard_normal((3, n)).astype(np.float32)
+        a = mx.array(v)
+        np.testing.assert_allclose(np.array(mx.sum(a, 1)), v.astype(np.float64).sum(1),
+                                   rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(np.array(mx.var(a, 1)), v.astype(np.float64).var(1),
+                                   rtol=1e-4, atol=1e-5)
+        np.testing.assert_array_equal(np.array(mx.argmax(a, 1)), v.argmax(1))
+        np.testing.assert_allclose(np.array(mx.cumsum(a, 1)), np.cumsum(v.astype(np.float64), 1),
+                                   rtol=1e-4, atol=1e-3)
+
+
+def test_bad_arguments(mlx):
+    a = lambda m: m.array(np.ones((2, 3), np.float32))  # noqa: E731
+    for call in ("m.sum(a, 2)", "m.sum(a, -3)", "m.sum(a, (0, 0))", "m.sum(a, (0, -2))",
+                 "m.mean(a, (1, 5))", "m.argmax(a, 2)", "m.argmax(a, (0,))", "m.cumsum(a, 2)",
+                 "m.cumsum(a, -3)", "m.softmax(a, 5)", "m.diff(a, axis=2)", "m.diff(a, n=-1)",
+                 "m.median(a, 2)", "m.median(a, -3)", "m.logsumexp(a, 2)",
+                 "m.count_nonzero(a, axis=2)", "m.sum(a, 1.0)", "m.sum(a, 'x')",
+                 "m.var(a, ddof=1.5)", "m.sum([1, 2])", "m.cumsum(3)", "m.sum(a, axis=True)",
+                 "m.sum(a, [0, 1])", "m.minmax(a, 3)", "m.cummax(a, 1.5)"):
+        _compare(mlx, call, a=a)
+    with pytest.raises(ValueError):
+        mx.sum(mx.ones((2, 3)), 2)
+    with pytest.raises(IndexError):
+        mx.sum(mx.ones((2, 3)), 2)
+
+
+def test_array_methods_forward():
+    a = mx.array(np.arange(1, 7, dtype=np.float32).reshape(2, 3))
+    assert a.sum().item() == 21.0
+    assert a.max(1).tolist() == [3.0, 6.0]
+    assert a.argmax().item() == 5
+    assert a.cumsum(1, reverse=True).tolist() == [[6.0, 5.0, 3.0], [15.0, 11.0, 6.0]]
+    assert abs(a.std(ddof=1).item() - float(np.std(np.arange(1, 7), ddof=1))) < 1e-5
+
+
+def test_lazy_and_stream_cpu():
+    a = mx.array(np.arange(6, dtype=np.float32))
+    r = mx.sum(a, stream=mx.cpu)
+    assert r._data is None  # lazy until evaluated
+    assert r.item() == 15.0
+
+
+def test_gpu_stream_uses_host_fallback(monkeypatch):
+    """On GPU streams these ops run the host fallback (no kernels yet): gpu_kernel is False,
+    so PYCUDAMLX_STRICT_GPU=1 must refuse them rather than pretend."""
+    from pycudamlx.graph.primitives import reduce as R
+
+    for cls in (R.Reduce, R.ArgReduce, R.Scan, R.Softmax, R.Diff):
+        assert cls.gpu_kernel is False
+
+
+@pytest.mark.gpu
+def test_gpu_reductions_fallback_values(monkeypatch):
+    """No reduction kernels yet: on GPU streams the host fallback gives the CPU's values."""
+    from pycudamlx import _env
+
+    monkeypatch.setattr(_env, "STRICT_GPU", False)
+    v = _data("float32", (5, 33), seed=9)
+    with mx.stream(mx.gpu):
+        a = mx.array(v)
+        np.testing.assert_allclose(np.array(mx.sum(a, 1)), v.sum(1), rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(np.array(mx.argmin(a, 0)), v.argmin(0))
+        np.testing.assert_allclose(np.array(mx.cumsum(a, 1)), np.cumsum(v, 1), rtol=1e-5,
+                                   atol=1e-4)
+        np.testing.assert_allclose(np.array(mx.softmax(a, -1)),
+                                   np.exp(v) / np.exp(v).sum(-1, keepdims=True), rtol=1e-5)
+
+
+@pytest.mark.gpu
+def test_gpu_strict_mode_refuses_the_fallback(monkeypatch):
+    from pycudamlx import _env
+    from pycudamlx.graph.primitive import StrictGpuError
+
+    monkeypatch.setattr(_env, "STRICT_GPU", True)
+    with mx.stream(mx.gpu):
+        r = mx.sum(mx.array(np.ones(7, np.float32)))
+        with pytest.raises(StrictGpuError):
+            mx.eval(r)
