@@ -545,6 +545,21 @@ WORKLOADS: dict[str, tuple[str, str, Callable[..., dict[str, float]]]] = {
                       prefetches_in_small_op_loop),
 }
 
+
+def _load_area_workloads() -> None:
+    """Workloads of each op family live in ``benchmarks/workloads_<area>.py`` (a module-level
+    ``WORKLOADS`` dict of the same form), so that families grow without touching this file."""
+    import importlib.util
+
+    for path in sorted(Path(__file__).resolve().parent.glob("workloads_*.py")):
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        WORKLOADS.update(module.WORKLOADS)
+
+
+_load_area_workloads()
+
 #: The issue's bars for the managed-memory rows: (row, reference row, minimum ratio).
 MEMORY_BARS = [("h2d_auto", "h2d_pinned", 0.8), ("h2d_auto", "h2d_fault", 5.0),
                ("d2h_ours", "d2h_fault", 2.0)]
