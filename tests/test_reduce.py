@@ -220,10 +220,10 @@ def test_ties(mlx):
         _compare(mlx, call, a=a)
 
 
-@pytest.mark.parametrize("shape", [(), (1,), (7,), (0,), (0, 3), (3, 0), (2, 0, 5)])
-def test_zero_d_and_empty(mlx, shape):
-    values = np.arange(1, 1 + int(np.prod(shape)), dtype=np.float32).reshape(shape) * 0.5
-    a = lambda m: m.array(values)  # noqa: E731
+ZERO_D_AND_EMPTY_SHAPES = [(), (1,), (7,), (0,), (0, 3), (3, 0), (2, 0, 5)]
+
+
+def _zero_d_and_empty_calls(shape: tuple[int, ...]) -> list[str]:
     calls = [f"m.{op}(a)" for op in REDUCTIONS + SCANS + ["argmax", "argmin", "minmax",
                                                           "softmax"]]
     if shape:
@@ -233,18 +233,88 @@ def test_zero_d_and_empty(mlx, shape):
     else:
         calls += ["m.sum(a, ())", "m.sum(a, 0)", "m.argmax(a, 0)", "m.cumsum(a, 0)",
                   "m.diff(a)", "m.max(a, keepdims=True)"]
+    if len(shape) > 1 and 0 in shape:
+        calls.remove("m.prod(a)")
+        calls.remove("m.all(a)")
+    return calls
+
+
+def _zero_d_and_empty_values(shape: tuple[int, ...]) -> np.ndarray:
+    return np.arange(1, 1 + int(np.prod(shape)), dtype=np.float32).reshape(shape) * 0.5
+
+
+_PROBE = """
+import pickle, sys
+import numpy as np
+import mlx.core as m
+cases = pickle.loads(sys.stdin.buffer.read())
+out = {}
+for shape, values, calls in cases:
+    a = m.array(values)
+    for call in calls:
+        try:
+            r = eval(call, {"m": m, "a": a})
+            rs = list(r) if isinstance(r, (tuple, list)) else [r]
+            out[(shape, call)] = ("ok", [(str(x.dtype).split(".")[-1], tuple(x.shape),
+                                          np.array(x)) for x in rs])
+        except Exception as exc:
+            out[(shape, call)] = ("err", type(exc).__name__, str(exc).split("\\n")[0])
+sys.stdout.buffer.write(pickle.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def mlx_empty_results(mlx):
+    """MLX's results for the 0-d and empty cases, computed in a subprocess with a timeout.
+
+    Real MLX 0.32.4 spins forever on some zero-size reductions when it runs in a process that
+    already ran other MLX work (seen after tests/test_memory.py in the full suite), so these
+    cases never run MLX in the test process: one fresh interpreter computes them all."""
+    import pickle
+    import subprocess
+    import sys
+
+    cases = [(shape, _zero_d_and_empty_values(shape), _zero_d_and_empty_calls(shape))
+             for shape in ZERO_D_AND_EMPTY_SHAPES]
+    try:
+        proc = subprocess.run([sys.executable, "-c", _PROBE], input=pickle.dumps(cases),
+                              capture_output=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.skip("real MLX hung on the zero-size cases even in a fresh process")
+    if proc.returncode != 0:
+        pytest.skip(f"the MLX probe failed: {proc.stderr.decode()[-300:]}")
+    return pickle.loads(proc.stdout)
+
+
+_ERRORS = {"ValueError": ValueError, "IndexError": IndexError, "TypeError": TypeError,
+           "RuntimeError": RuntimeError}
+
+
+@pytest.mark.parametrize("shape", ZERO_D_AND_EMPTY_SHAPES)
+def test_zero_d_and_empty(mlx_empty_results, shape):
+    values = _zero_d_and_empty_values(shape)
+    a = mx.array(values)
+    if not shape:
         # MLX raises "cannot create std::vector larger than max_size()" here (garbage).
-        r = mx.argmax(mx.array(values), keepdims=True)
+        r = mx.argmax(a, keepdims=True)
         assert r.shape == () and r.item() == 0
     if len(shape) > 1 and 0 in shape:
         # MLX's prod over every axis of an empty n-d array gives 0; the empty product is 1.
         # all() likewise gives False; the empty conjunction is True.
-        calls.remove("m.prod(a)")
-        calls.remove("m.all(a)")
-        assert mx.prod(mx.array(values)).item() == 1.0
-        assert mx.all(mx.array(values)).item() is True
-    for call in calls:
-        _compare(mlx, call, a=a)
+        assert mx.prod(a).item() == 1.0
+        assert mx.all(a).item() is True
+    for call in _zero_d_and_empty_calls(shape):
+        expected = mlx_empty_results[(shape, call)]
+        if expected[0] == "err":
+            with pytest.raises(_ERRORS.get(expected[1], Exception)) as info:
+                _collect(eval(call, {"m": mx, "a": a}))
+            assert str(info.value) == expected[2], call
+            continue
+        got = _collect(eval(call, {"m": mx, "a": a}))
+        assert [g[:2] for g in got] == [e[:2] for e in expected[1]], call
+        for (_, _, g), (_, _, e) in zip(got, expected[1]):
+            np.testing.assert_allclose(g, e, rtol=2e-5, atol=2e-5, equal_nan=True,
+                                       err_msg=call)
 
 
 def test_non_contiguous_inputs(mlx):
