@@ -3,10 +3,9 @@
 The op functions (pycudamlx/core/reduce.py) check arguments and decide the output dtype; these
 primitives only compute. float16/bfloat16 accumulate in float32 and are cast back, as MLX does.
 
-GPU streams: no kernels yet (``gpu_kernel = False``). On a GPU stream these primitives run
-``eval_cpu`` on the host view of managed memory (the documented fallback; under
-PYCUDAMLX_STRICT_GPU=1 the evaluator raises instead). GPU kernels (one-pass warp-shuffle block
-reductions, scans, fused softmax) come in a later session.
+GPU streams: ``eval_gpu`` launches reduce.cu's kernels through backend/cuda/reduce.py (row and
+column reductions with split partials, block scans, fused softmax, bitwise median selection);
+diff is n subtract launches on views.
 """
 
 from __future__ import annotations
@@ -18,6 +17,12 @@ import numpy as np
 from ... import dtypes as dt
 from ..primitive import OutSpec, Primitive
 from .elementwise import cast_numpy
+
+
+def _cuda():
+    from ...backend.cuda import array as gpu_array, elementwise as ew, reduce as kernels
+
+    return gpu_array, ew, kernels
 
 _F32 = np.dtype(np.float32)
 _HALF = frozenset((np.dtype(np.float16), dt.bfloat16.np_dtype))
@@ -131,7 +136,7 @@ class Reduce(Primitive):
     """``op`` over ``axes`` (normalized, sorted, unique); ``param`` is var/std's ddof."""
 
     __slots__ = ("op", "axes", "keepdims", "param", "name", "_fn")
-    gpu_kernel = False  # host fallback on GPU streams until the reduction kernels land
+    gpu_kernel = True
 
     def __init__(self, op: str, axes: tuple[int, ...], keepdims: bool, param: Any = None
                  ) -> None:
@@ -148,13 +153,24 @@ class Reduce(Primitive):
             r = self._fn(inputs[0], self.axes, self.keepdims, dtype, self.param)
             return [_finish(r, dtype).reshape(shape)]
 
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, ew, kernels = _cuda()
+        shape, dtype = outs[0]
+        x = inputs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        if not self.axes and self.op in ("sum", "prod"):
+            ew.copy(x, out, stream)  # over no axes: a copy in the input's dtype, as MLX
+        else:
+            kernels.reduce(self.op, x, self.axes, out, stream, ddof=self.param or 0)
+        return [out]
+
 
 class ArgReduce(Primitive):
     """argmax/argmin along one axis (None: over the flattened array); first index on ties,
     the first NaN wins, as MLX."""
 
     __slots__ = ("op", "axis", "name")
-    gpu_kernel = False  # host fallback on GPU streams until the reduction kernels land
+    gpu_kernel = True
 
     def __init__(self, op: str, axis: int | None) -> None:
         self.op = op
@@ -167,6 +183,13 @@ class ArgReduce(Primitive):
         fn = np.argmax if self.op == "argmax" else np.argmin
         r = fn(x.reshape(-1)) if self.axis is None else fn(x, axis=self.axis)
         return [np.asarray(r).astype(np.uint32).reshape(shape)]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, _, kernels = _cuda()
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        kernels.argreduce(self.op, inputs[0], self.axis, out, stream)
+        return [out]
 
 
 def _identity(op: str, dtype: np.dtype) -> Any:
@@ -191,7 +214,7 @@ class Scan(Primitive):
     ``axis=None``)."""
 
     __slots__ = ("op", "axis", "reverse", "inclusive", "name")
-    gpu_kernel = False  # host fallback on GPU streams until the scan kernels land
+    gpu_kernel = True
 
     def __init__(self, op: str, axis: int, reverse: bool, inclusive: bool) -> None:
         self.op = op
@@ -238,13 +261,20 @@ class Scan(Primitive):
                 r = np.flip(r, ax)
         return [np.ascontiguousarray(r)]
 
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, _, kernels = _cuda()
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        kernels.scan(self.op, inputs[0], self.axis, self.reverse, self.inclusive, out, stream)
+        return [out]
+
 
 class Softmax(Primitive):
     """exp(x - max) / sum over ``axes``; halves and integers compute in float32."""
 
     __slots__ = ("axes",)
     name = "softmax"
-    gpu_kernel = False  # host fallback on GPU streams until the fused softmax kernel lands
+    gpu_kernel = True
 
     def __init__(self, axes: tuple[int, ...]) -> None:
         self.axes = axes
@@ -259,13 +289,20 @@ class Softmax(Primitive):
             r = e / np.sum(e, axis=self.axes, keepdims=True)
         return [_finish(r, dtype)]
 
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, _, kernels = _cuda()
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        kernels.softmax(inputs[0], self.axes, out, stream)
+        return [out]
+
 
 class Diff(Primitive):
     """The n-th forward difference along ``axis``; bools differ by xor, as MLX."""
 
     __slots__ = ("n", "axis")
     name = "diff"
-    gpu_kernel = False  # host fallback on GPU streams
+    gpu_kernel = True
 
     def __init__(self, n: int, axis: int) -> None:
         self.n = n
@@ -287,3 +324,10 @@ class Diff(Primitive):
                 x = np.not_equal(x[hi_t], x[lo_t]) if x.dtype.kind == "b" else np.subtract(
                     x[hi_t], x[lo_t])
         return [_finish(x, dtype).reshape(shape)]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, _, kernels = _cuda()
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        kernels.diff(inputs[0], self.n, self.axis, out, stream)
+        return [out]
