@@ -177,7 +177,7 @@ template <typename T> struct red_vec { static const int N = sizeof(T) >= 16 ? 1 
 // (warp_rows != 0) for short rows. vec != 0: the row start is 16-byte aligned and len is a
 // multiple of the pack width, so every thread moves 16 bytes per load, four loads in flight.
 template <typename T, typename U, typename A, typename W, int OP, int MAP, int FIN>
-__global__ void reduce_row(const T* __restrict__ x, U* __restrict__ out, A* __restrict__ part,
+__global__ void __launch_bounds__(512) reduce_row(const T* __restrict__ x, U* __restrict__ out, A* __restrict__ part,
                            const W* __restrict__ aux, int64_t rows, int64_t len, int64_t splits,
                            int32_t warp_rows, int32_t vec, double scale) {
   int64_t row, lo, hi;
@@ -242,7 +242,7 @@ __global__ void reduce_row(const T* __restrict__ x, U* __restrict__ out, A* __re
 
 // The second pass of a split reduction: one block per output reduces its `splits` partials.
 template <typename U, typename A, typename W, int OP, int FIN>
-__global__ void reduce_partials(const A* __restrict__ part, U* __restrict__ out,
+__global__ void __launch_bounds__(256) reduce_partials(const A* __restrict__ part, U* __restrict__ out,
                                 const W* __restrict__ aux, int64_t rows, int64_t splits,
                                 double scale) {
   int64_t row = blockIdx.x;
@@ -261,7 +261,7 @@ __global__ void reduce_partials(const A* __restrict__ part, U* __restrict__ out,
 // blockDim.y (<= 8) walkers of the reduced axis, so each load of a warp is 32 neighbours; the
 // walkers combine in shared memory. Long axes split over `splits` blocks (partials, as rows).
 template <typename T, typename U, typename A, typename W, int OP, int MAP, int FIN>
-__global__ void reduce_cols(const T* __restrict__ x, U* __restrict__ out, A* __restrict__ part,
+__global__ void __launch_bounds__(256) reduce_cols(const T* __restrict__ x, U* __restrict__ out, A* __restrict__ part,
                             const W* __restrict__ aux, int64_t outer, int64_t len, int64_t inner,
                             int64_t splits, double scale) {
   __shared__ A cols_smem[8][33];
@@ -325,7 +325,7 @@ template <bool IS_MAX, typename V> PCM_DEVICE void arg_warp(V& v, int64_t& idx) 
 }
 
 template <typename T, bool IS_MAX>
-__global__ void arg_row(const T* __restrict__ x, uint32_t* __restrict__ out, int64_t rows,
+__global__ void __launch_bounds__(1024) arg_row(const T* __restrict__ x, uint32_t* __restrict__ out, int64_t rows,
                         int64_t len, int32_t warp_rows) {
   typedef typename compute_type<T>::type V;
   __shared__ V arg_v[32];
@@ -370,7 +370,7 @@ __global__ void arg_row(const T* __restrict__ x, uint32_t* __restrict__ out, int
 
 // argmax/argmin along axis 1 of (outer, len, inner): a thread per output walks the axis.
 template <typename T, bool IS_MAX>
-__global__ void arg_cols(const T* __restrict__ x, uint32_t* __restrict__ out, int64_t outer,
+__global__ void __launch_bounds__(256) arg_cols(const T* __restrict__ x, uint32_t* __restrict__ out, int64_t outer,
                          int64_t len, int64_t inner) {
   typedef typename compute_type<T>::type V;
   PCM_GRID_STRIDE(k, outer * inner) {
@@ -395,7 +395,7 @@ __global__ void arg_cols(const T* __restrict__ x, uint32_t* __restrict__ out, in
 // the block walks the row in tiles of blockDim.x * 4 elements (4 consecutive per thread, a warp
 // shuffle scan, then a scan of the warp totals) and carries the running total between tiles.
 template <typename T, int OP>
-__global__ void scan_row(const T* __restrict__ x, T* __restrict__ out, int64_t rows, int64_t len,
+__global__ void __launch_bounds__(1024) scan_row(const T* __restrict__ x, T* __restrict__ out, int64_t rows, int64_t len,
                          int32_t reverse, int32_t inclusive) {
   typedef typename compute_type<T>::type A;
   constexpr int ITEMS = 4;
@@ -454,7 +454,7 @@ __global__ void scan_row(const T* __restrict__ x, T* __restrict__ out, int64_t r
 // Scan along axis 1 of (outer, len, inner): a thread per column walks the axis (coalesced
 // across the columns of a warp).
 template <typename T, int OP>
-__global__ void scan_cols(const T* __restrict__ x, T* __restrict__ out, int64_t outer,
+__global__ void __launch_bounds__(256) scan_cols(const T* __restrict__ x, T* __restrict__ out, int64_t outer,
                           int64_t len, int64_t inner, int32_t reverse, int32_t inclusive) {
   typedef typename compute_type<T>::type A;
   PCM_GRID_STRIDE(k, outer * inner) {
@@ -577,7 +577,7 @@ PCM_DEVICE void softmax_online(const T* __restrict__ p, T* __restrict__ q, int64
 }
 
 template <typename T>
-__global__ void softmax_row(const T* __restrict__ x, T* __restrict__ out, int64_t rows,
+__global__ void __launch_bounds__(1024) softmax_row(const T* __restrict__ x, T* __restrict__ out, int64_t rows,
                             int64_t len, int32_t warp_rows, int32_t vec) {
   typedef typename compute_type<T>::type F;
   int64_t row;
@@ -646,7 +646,7 @@ PCM_DEVICE K med_select(const T* __restrict__ p, int64_t len, int64_t k) {
 
 // The median of each contiguous row (NaN if the row holds one), into U.
 template <typename T, typename U>
-__global__ void median_row(const T* __restrict__ x, U* __restrict__ out, int64_t rows,
+__global__ void __launch_bounds__(256) median_row(const T* __restrict__ x, U* __restrict__ out, int64_t rows,
                            int64_t len) {
   typedef typename compute_type<U>::type F0;
   typedef typename med_types<F0>::type F;
