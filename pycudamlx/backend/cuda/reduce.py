@@ -104,8 +104,24 @@ def layout(x: GpuArray, axes: Sequence[int], stream: CudaStream
 # Reductions
 
 
-def _target_blocks(stream: CudaStream) -> int:
-    return stream.device.properties.multiprocessors * 4
+def _resident_blocks(kernel: Any, block: int) -> int:
+    """Blocks of ``block`` threads one SM holds at once for ``kernel`` (4 if unknown)."""
+    try:
+        from . import driver
+
+        cu = driver.init()
+        n = int(driver.call(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor, kernel.function,
+                            block, 0))
+        return max(1, n)
+    except Exception:  # noqa: BLE001 - an estimate is enough to size a grid
+        return 4
+
+
+def _target_blocks(stream: CudaStream, kernel: Any = None, block: int = 256) -> int:
+    """One full wave of resident blocks: every split does the same work, so a single full wave
+    has no tail (a grid of 1.3 waves would leave most SMs idle for its last third)."""
+    per_sm = _resident_blocks(kernel, block) if kernel is not None else 4
+    return stream.device.properties.multiprocessors * per_sm
 
 
 def _reduce_plan(op: str, dtype: str, outer: int, length: int, inner: int, vec: bool,
@@ -113,17 +129,18 @@ def _reduce_plan(op: str, dtype: str, outer: int, length: int, inner: int, vec: 
     mod = _module(registry.reduce_module, (dtype,), stream.device)
     row_e, cols_e, part_e = registry.reduce_expressions(op, dtype)
     acc = dt.by_name[registry.reduce_variant(op, dtype)[1]]
-    target = _target_blocks(stream)
     if inner == 1:
         rows = outer
         if length <= 256:
             return ("warp", mod[row_e], None, (rows + 7) // 8, 256, 1, acc)
         block = 512 if length >= 8192 else 256
+        target = _target_blocks(stream, mod[row_e], block)
         splits = 1
         if rows < target:
             splits = max(1, min(-(-target // rows), length // (block * 16)))
         return ("row", mod[row_e], mod[part_e] if splits > 1 else None, rows * splits, block,
                 splits, acc)
+    target = _target_blocks(stream)
     ntiles = -(-inner // 32)
     base = outer * ntiles
     splits = 1

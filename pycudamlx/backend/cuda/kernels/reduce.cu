@@ -577,7 +577,7 @@ PCM_DEVICE void softmax_online(const T* __restrict__ p, T* __restrict__ q, int64
 }
 
 template <typename T>
-__global__ void __launch_bounds__(1024) softmax_row(const T* __restrict__ x, T* __restrict__ out, int64_t rows,
+__global__ void __launch_bounds__(1024, sizeof(T) == 8 ? 1 : 2) softmax_row(const T* __restrict__ x, T* __restrict__ out, int64_t rows,
                             int64_t len, int32_t warp_rows, int32_t vec) {
   typedef typename compute_type<T>::type F;
   int64_t row;
