@@ -263,10 +263,61 @@ class Fake:
         d = {v2: k for k, v2 in {d.name: d.c_type for d in dt.ALL_DTYPES}.items()}[name]
         return prim.eval_cpu([v], [(v.shape, dt.by_name[d])])[0]
 
-    def scan_row(self, t, grid, block, x, out, rows, length, reverse, inclusive):
-        assert grid == rows and block % 32 == 0 and block <= 1024
+    _UFUNC = {0: np.add, 1: np.multiply, 2: np.maximum, 3: np.minimum, 6: np.logaddexp}
+    _SCAN_OP = {0: "sum", 1: "prod", 2: "max", 3: "min"}
+
+    def _acc(self, t):
+        a = np.dtype(_CT[t[0]])
+        return np.dtype(np.float32) if a.itemsize == 2 and a.kind in "fV" else a
+
+    def _scan_ident(self, t, a):
+        if int(t[1]) == 6:
+            return np.array(-np.inf).astype(a)
+        return _identity(self._SCAN_OP[int(t[1])], a)
+
+    def scan_row(self, t, grid, block, x, out, rows, length, reverse, inclusive, chunk_len,
+                 carry):
+        assert block % 32 == 0 and block <= 1024
+        chunks = -(-length // chunk_len)
+        assert grid == rows * chunks
+        a = self._acc(t)
         xs = self.arr(x, t[0], rows * length).reshape(rows, length)
-        self.arr(out, t[0], rows * length)[:] = self._scan(t, xs, reverse, inclusive).reshape(-1)
+        outv = self.arr(out, t[0], rows * length).reshape(rows, length)
+        carries = self.heap.typed(carry, a)[:grid] if carry else None
+        if a.kind == "c" and int(t[1]) == 6:  # numpy has no complex logaddexp: one chunk only
+            assert chunks == 1 and not carry
+            outv[...] = self._scan(t, xs, reverse, inclusive)
+            return
+        uf = self._UFUNC[int(t[1])]
+        for b in range(grid):
+            r, c = divmod(b, chunks)
+            lo, hi = c * chunk_len, min(length, c * chunk_len + chunk_len)
+            seq = xs[r, ::-1] if reverse else xs[r]
+            start = carries[b] if carry else self._scan_ident(t, a)
+            with np.errstate(all="ignore"):
+                acc = uf.accumulate(np.concatenate([[start], seq[lo:hi].astype(a)]).astype(a),
+                                    dtype=a)
+            res = acc[1:] if inclusive else acc[:-1]
+            res = _cast(res, _CT[t[0]])
+            if reverse:
+                outv[r, length - hi:length - lo] = res[::-1]
+            else:
+                outv[r, lo:hi] = res
+
+    def scan_totals(self, t, grid, block, x, totals, rows, length, reverse, chunk_len):
+        chunks = -(-length // chunk_len)
+        assert grid == rows * chunks
+        a = self._acc(t)
+        xs = self.arr(x, t[0], rows * length).reshape(rows, length)
+        tv = self.heap.typed(totals, a)[:grid]
+        uf = self._UFUNC[int(t[1])]
+        for b in range(grid):
+            r, c = divmod(b, chunks)
+            seq = xs[r, ::-1] if reverse else xs[r]
+            with np.errstate(all="ignore"):
+                tv[b] = uf.reduce(np.concatenate([[self._scan_ident(t, a)],
+                                                  seq[c * chunk_len:(c + 1) * chunk_len]
+                                                  .astype(a)]).astype(a), dtype=a)
 
     def scan_cols(self, t, grid, block, x, out, outer, length, inner, reverse, inclusive):
         xs = self.arr(x, t[0], outer * length * inner).reshape(outer, length, inner)
@@ -399,7 +450,8 @@ def _reduce_dtype(op: str, d: dt.Dtype, axes) -> dt.Dtype:
 def test_reductions_through_the_launchers(fake, dtype):
     for shape, axes in SHAPES:
         v = _data(dtype, shape)
-        for view in ("dense", "transposed", "offset"):
+        for view in ("dense", "transposed", "offset") if dtype == "float32" else (
+                "dense", "transposed"):
             x = fake.upload(v, view)
             for op in ("sum", "prod", "mean", "var", "std", "max", "min", "all", "any",
                        "count_nonzero", "logsumexp", "median"):
@@ -434,9 +486,10 @@ def test_a_full_reduce_splits_and_aligned_rows_vectorise(fake):
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "bool", "complex64",
                                    "float64"])
 def test_arg_scan_softmax_diff_through_the_launchers(fake, dtype):
-    for shape in ((5, 7), (3, 600), (4, 3, 5), (1,), (2000, 2)):
+    views = ("dense", "transposed", "offset") if dtype == "float32" else ("dense", "transposed")
+    for shape in ((5, 7), (3, 600), (4, 3, 5), (1,), (700, 2)):
         v = _data(dtype, shape)
-        for view in ("dense", "transposed", "offset"):
+        for view in views:
             x = fake.upload(v, view)
             for op in ("argmax", "argmin"):
                 for axis in [None] + list(range(len(shape))):
@@ -474,3 +527,27 @@ def test_arg_scan_softmax_diff_through_the_launchers(fake, dtype):
                 out = fake.empty(tuple(oshape), x.dtype, fake.stream)
                 K.diff(x, n, axis, out, fake.stream)
                 _check(fake.heap.read(out), ref, ("diff", shape, n, axis, view))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "float16"])
+def test_long_rows_scan_in_three_phases(fake, dtype):
+    v = _data(dtype, (2, 40001), seed=5)
+    if dtype == "float16":
+        v = (v * 0.01).astype(np.float16)
+    x = fake.upload(v)
+    for op in ("cumsum", "cummax", "cummin", "logcumsumexp"):
+        if op == "logcumsumexp" and dtype == "int32":
+            continue
+        for reverse, inclusive in ((False, True), (True, False), (True, True)):
+            prim = R.Scan(op, 1, reverse, inclusive)
+            ref = prim.eval_cpu([v], [(v.shape, x.dtype)])[0]
+            out = fake.empty(v.shape, x.dtype, fake.stream)
+            fake.launches.clear()
+            K.scan(op, x, 1, reverse, inclusive, out, fake.stream)
+            assert fake.launches[0].startswith("scan_totals"), fake.launches
+            got = fake.heap.read(out)
+            if dtype == "float16" or op == "cumsum" and dtype == "float32":
+                np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64),
+                                           rtol=2e-2 if dtype == "float16" else 1e-4, atol=0.5)
+            else:
+                _check(got, ref, (op, reverse, inclusive))

@@ -273,16 +273,52 @@ def scan(op: str, x: GpuArray, axis: int, reverse: bool, inclusive: bool, out: G
     inner = _size(xd.shape[axis + 1:])
     name = out.dtype.name
     mod = _module(registry.scan_module, (name,), stream.device)
-    row_e, cols_e = registry.scan_expressions(op, name)
+    row_e, cols_e, totals_e = registry.scan_expressions(op, name)
     if inner == 1:
-        per_thread = -(-length // 4)  # 4 elements per thread and tile
-        block = min(1024, max(32, (per_thread + 31) // 32 * 32))
-        mod[row_e](outer, block, stream, _ptr(xd), _ptr(out), outer, length, int(reverse),
-                   int(inclusive))
+        target = _target_blocks(stream)
+        if outer < target and length > LONG_SCAN:
+            _long_scan(op, mod, row_e, totals_e, xd, out, outer, length, reverse, inclusive,
+                       target, stream)
+        else:
+            mod[row_e](outer, _scan_block(length), stream, _ptr(xd), _ptr(out), outer, length,
+                       int(reverse), int(inclusive), length, 0)
     else:
         mod[cols_e](grid_for(outer * inner, BLOCK, stream.device), BLOCK, stream, _ptr(xd),
                     _ptr(out), outer, length, inner, int(reverse), int(inclusive))
     ew._record_write(out, stream)
+
+
+#: Rows longer than this (when there are too few rows to fill the GPU) scan in three phases.
+LONG_SCAN = 16384
+_SCAN_TILE = 4096  # 1024 threads x 4 elements
+
+
+def _scan_block(length: int) -> int:
+    per_thread = -(-length // 4)  # 4 elements per thread and tile
+    return min(1024, max(32, (per_thread + 31) // 32 * 32))
+
+
+def _long_scan(op: str, mod: Any, row_e: str, totals_e: str, xd: GpuArray, out: GpuArray,
+               rows: int, length: int, reverse: bool, inclusive: bool, target: int,
+               stream: CudaStream) -> None:
+    """A scan of few long rows over many blocks: chunk totals, an exclusive scan of the
+    totals, then every chunk scanned from its carry."""
+    chunks = max(1, min(-(-target // rows), -(-length // _SCAN_TILE)))
+    chunk_len = -(-length // chunks)
+    chunk_len = -(-chunk_len // _SCAN_TILE) * _SCAN_TILE
+    chunks = -(-length // chunk_len)
+    acc_name = registry.scan_carry_dtype(xd.dtype.name)
+    acc = dt.by_name[acc_name]
+    totals = scratch((rows * chunks,), acc, stream)
+    carries = scratch((rows * chunks,), acc, stream)
+    mod[totals_e](rows * chunks, 1024, stream, _ptr(xd), _ptr(totals), rows, length,
+                  int(reverse), chunk_len)
+    amod = _module(registry.scan_module, (acc_name,), stream.device)
+    arow = registry.scan_expressions(op, acc_name)[0]
+    amod[arow](rows, _scan_block(chunks), stream, _ptr(totals), _ptr(carries), rows, chunks, 0,
+               0, chunks, 0)
+    mod[row_e](rows * chunks, 1024, stream, _ptr(xd), _ptr(out), rows, length, int(reverse),
+               int(inclusive), chunk_len, _ptr(carries))
 
 
 def _softmax_rows(x: GpuArray, out: GpuArray, rows: int, length: int, stream: CudaStream

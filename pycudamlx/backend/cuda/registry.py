@@ -374,12 +374,17 @@ SCAN_OPS = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"
             "logcumsumexp": "logadd"}
 
 
-def scan_expressions(op: str, dtype: str) -> tuple[str, str] | None:
-    """Name expressions of (scan_row, scan_cols) for scan ``op`` on ``dtype`` (in and out)."""
+def scan_expressions(op: str, dtype: str) -> tuple[str, str, str] | None:
+    """Name expressions of (scan_row, scan_cols, scan_totals) for scan ``op`` on ``dtype``."""
     if op == "logcumsumexp" and dt.by_name[dtype].kind not in "fc":
         return None
     t, o = _ctype(dtype), RED_OPS[SCAN_OPS[op]]
-    return f"scan_row<{t}, {o}>", f"scan_cols<{t}, {o}>"
+    return f"scan_row<{t}, {o}>", f"scan_cols<{t}, {o}>", f"scan_totals<{t}, {o}>"
+
+
+def scan_carry_dtype(dtype: str) -> str:
+    """The dtype a long scan's chunk totals are kept in (the scan's compute type)."""
+    return _compute_dtype(dtype)
 
 
 def arg_expressions(op: str, dtype: str) -> tuple[str, str]:
@@ -406,9 +411,11 @@ def scan_module(dtype: str) -> ModuleSpec:
     for op in SCAN_OPS:
         exprs = scan_expressions(op, dtype)
         if exprs is not None:
-            kernels.append(KernelSpec(exprs[0], ("ptr", "ptr", "i64", "i64", "i32", "i32")))
+            kernels.append(KernelSpec(exprs[0], ("ptr", "ptr", "i64", "i64", "i32", "i32",
+                                                 "i64", "ptr")))
             kernels.append(KernelSpec(exprs[1], ("ptr", "ptr", "i64", "i64", "i64", "i32",
                                                  "i32")))
+            kernels.append(KernelSpec(exprs[2], ("ptr", "ptr", "i64", "i64", "i32", "i64")))
     for op in ("argmax", "argmin"):
         row, cols = arg_expressions(op, dtype)
         kernels.append(KernelSpec(row, ("ptr", "ptr", "i64", "i64", "i32")))

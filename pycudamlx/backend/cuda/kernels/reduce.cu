@@ -391,27 +391,34 @@ __global__ void __launch_bounds__(256) arg_cols(const T* __restrict__ x, uint32_
 
 // ---- scans -----------------------------------------------------------------------------------
 
-// Inclusive or exclusive, forward or reverse scan of each contiguous row, one block per row:
-// the block walks the row in tiles of blockDim.x * 4 elements (4 consecutive per thread, a warp
-// shuffle scan, then a scan of the warp totals) and carries the running total between tiles.
+// Inclusive or exclusive, forward or reverse scan of contiguous rows. A block scans one chunk
+// of `chunk_len` elements (in scan order) of one row: the block walks it in tiles of
+// blockDim.x * 4 elements (4 consecutive per thread, a warp shuffle scan, then a scan of the
+// warp totals) and carries the running total between tiles. Short rows are one chunk. Long
+// rows take three phases: scan_totals reduces every chunk, scan_row scans those totals
+// (exclusive), and scan_row scans each chunk again starting from its carry_in.
 template <typename T, int OP>
-__global__ void __launch_bounds__(1024) scan_row(const T* __restrict__ x, T* __restrict__ out, int64_t rows, int64_t len,
-                         int32_t reverse, int32_t inclusive) {
+__global__ void __launch_bounds__(1024) scan_row(
+    const T* __restrict__ x, T* __restrict__ out, int64_t rows, int64_t len, int32_t reverse,
+    int32_t inclusive, int64_t chunk_len, const typename compute_type<T>::type* __restrict__ carry_in) {
   typedef typename compute_type<T>::type A;
   constexpr int ITEMS = 4;
   __shared__ A scan_smem[32];
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-  int64_t row = blockIdx.x;
+  int64_t chunks = (len + chunk_len - 1) / chunk_len;
+  int64_t row = (int64_t)blockIdx.x / chunks;
+  int64_t lo = ((int64_t)blockIdx.x - row * chunks) * chunk_len;
+  int64_t hi = lo + chunk_len < len ? lo + chunk_len : len;
   const T* p = x + row * len;
   T* q = out + row * len;
-  A carry = red_identity<OP, A>();
-  for (int64_t base = 0; base < len; base += (int64_t)blockDim.x * ITEMS) {
+  A carry = carry_in != nullptr ? carry_in[blockIdx.x] : red_identity<OP, A>();
+  for (int64_t base = lo; base < hi; base += (int64_t)blockDim.x * ITEMS) {
     A v[ITEMS];
     int64_t start = base + (int64_t)threadIdx.x * ITEMS;
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {
       int64_t j = start + k;
-      v[k] = j < len ? to_compute(p[reverse ? len - 1 - j : j]) : red_identity<OP, A>();
+      v[k] = j < hi ? to_compute(p[reverse ? len - 1 - j : j]) : red_identity<OP, A>();
     }
 #pragma unroll
     for (int k = 1; k < ITEMS; ++k) v[k] = red_apply<OP>(v[k - 1], v[k]);
@@ -440,7 +447,7 @@ __global__ void __launch_bounds__(1024) scan_row(const T* __restrict__ x, T* __r
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {
       int64_t j = start + k;
-      if (j < len) {
+      if (j < hi) {
         A r = inclusive ? red_apply<OP>(before, v[k])
                         : (k == 0 ? before : red_apply<OP>(before, v[k - 1]));
         q[reverse ? len - 1 - j : j] = cast<T>(r);
@@ -449,6 +456,25 @@ __global__ void __launch_bounds__(1024) scan_row(const T* __restrict__ x, T* __r
     carry = red_apply<OP>(carry, scan_smem[nw - 1]);
     __syncthreads();
   }
+}
+
+// Phase 1 of a long-row scan: the total of each chunk (in scan order) of each row.
+template <typename T, int OP>
+__global__ void __launch_bounds__(1024) scan_totals(
+    const T* __restrict__ x, typename compute_type<T>::type* __restrict__ totals, int64_t rows,
+    int64_t len, int32_t reverse, int64_t chunk_len) {
+  typedef typename compute_type<T>::type A;
+  int64_t chunks = (len + chunk_len - 1) / chunk_len;
+  int64_t row = (int64_t)blockIdx.x / chunks;
+  int64_t lo = ((int64_t)blockIdx.x - row * chunks) * chunk_len;
+  int64_t hi = lo + chunk_len < len ? lo + chunk_len : len;
+  const T* p = x + row * len;
+  A acc = red_identity<OP, A>();
+  for (int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x) {
+    acc = red_apply<OP>(acc, to_compute(p[reverse ? len - 1 - j : j]));
+  }
+  acc = block_allreduce<OP>(acc);
+  if (threadIdx.x == 0) totals[blockIdx.x] = acc;
 }
 
 // Scan along axis 1 of (outer, len, inner): a thread per column walks the axis (coalesced
