@@ -239,15 +239,38 @@ class Fake:
             return int(np.argmax(nan))
         return int(np.argmax(w) if is_max else np.argmin(w))
 
-    def arg_row(self, t, grid, block, x, out, rows, length, warp_rows):
-        if warp_rows:
-            assert grid * (block // 32) >= rows
-        else:
-            assert grid == rows
+    def arg_row(self, t, grid, block, x, out, rows, length, warp_rows, splits, pv, pi):
         xs = self.arr(x, t[0], rows * length).reshape(rows, length)
+        if warp_rows:
+            assert grid * (block // 32) >= rows and splits == 1
+        else:
+            assert grid == rows * splits
+        if splits > 1:
+            a = self._acc(t)
+            vals, idx = self.heap.typed(pv, a)[:grid], self.heap.typed(pi, np.int64)[:grid]
+            chunk = -(-length // splits)
+            for b in range(grid):
+                r, s = divmod(b, splits)
+                lo, hi = min(s * chunk, length), min(s * chunk + chunk, length)
+                if hi > lo:
+                    k = lo + self._arg(xs[r, lo:hi], t[1] == "true")
+                    vals[b], idx[b] = xs[r, k], k
+                else:
+                    idx[b] = -1
+            return
         outv = self.arr(out, "uint32_t", rows)
         for r in range(rows):
             outv[r] = self._arg(xs[r], t[1] == "true")
+
+    def arg_partials(self, t, grid, block, pv, pi, out, rows, splits):
+        a = self._acc(t)
+        vals = self.heap.typed(pv, a)[:rows * splits].reshape(rows, splits)
+        idx = self.heap.typed(pi, np.int64)[:rows * splits].reshape(rows, splits)
+        outv = self.arr(out, "uint32_t", rows)
+        for r in range(rows):
+            ok = idx[r] >= 0
+            k = self._arg(vals[r][ok], t[1] == "true")
+            outv[r] = idx[r][ok][k]
 
     def arg_cols(self, t, grid, block, x, out, outer, length, inner):
         xs = self.arr(x, t[0], outer * length * inner).reshape(outer, length, inner)
@@ -551,3 +574,19 @@ def test_long_rows_scan_in_three_phases(fake, dtype):
                                            rtol=2e-2 if dtype == "float16" else 1e-4, atol=0.5)
             else:
                 _check(got, ref, (op, reverse, inclusive))
+
+
+def test_a_long_argmax_splits(fake):
+    v = _data("float32", (3, 50001), seed=7)
+    v[1, 40000] = 9.0
+    v[2, 123] = np.nan
+    v[2, 30000] = np.nan
+    x = fake.upload(v)
+    for op, fn in (("argmax", np.argmax), ("argmin", np.argmin)):
+        out = fake.empty((3,), dt.uint32, fake.stream)
+        fake.launches.clear()
+        K.argreduce(op, x, 1, out, fake.stream)
+        assert fake.launches[-1].startswith("arg_partials")
+        got = fake.heap.read(out)
+        assert got[2] == 123
+        np.testing.assert_array_equal(got[:2], fn(v[:2], 1))

@@ -234,7 +234,8 @@ def median(x: GpuArray, axes: Sequence[int], out: GpuArray, stream: CudaStream) 
 
 
 def argreduce(op: str, x: GpuArray, axis: int | None, out: GpuArray, stream: CudaStream) -> None:
-    """argmax/argmin (uint32) along ``axis`` (None: over the flattened array)."""
+    """argmax/argmin (uint32) along ``axis`` (None: over the flattened array); few long rows
+    split over a wave of blocks writing (value, index) partials."""
     if out.size == 0:
         return
     xd = dense(x, stream)
@@ -245,13 +246,26 @@ def argreduce(op: str, x: GpuArray, axis: int | None, out: GpuArray, stream: Cud
         length = xd.shape[axis]
         inner = _size(xd.shape[axis + 1:])
     mod = _module(registry.scan_module, (x.dtype.name,), stream.device)
-    row_e, cols_e = registry.arg_expressions(op, x.dtype.name)
+    row_e, cols_e, part_e = registry.arg_expressions(op, x.dtype.name)
     if inner == 1:
         if length <= 256:
-            mod[row_e]((outer + 7) // 8, 256, stream, _ptr(xd), _ptr(out), outer, length, 1)
+            mod[row_e]((outer + 7) // 8, 256, stream, _ptr(xd), _ptr(out), outer, length, 1, 1,
+                       0, 0)
         else:
-            block = 1024 if length >= 65536 else 256
-            mod[row_e](outer, block, stream, _ptr(xd), _ptr(out), outer, length, 0)
+            block = 512 if length >= 8192 else 256
+            target = _target_blocks(stream, mod[row_e], block)
+            splits = 1
+            if outer < target:
+                splits = max(1, min(-(-target // outer), length // (block * 16)))
+            if splits > 1:
+                acc = dt.by_name[registry.scan_carry_dtype(x.dtype.name)]
+                pv = scratch((outer * splits,), acc, stream)
+                pi = scratch((outer * splits,), dt.int64, stream)
+                mod[row_e](outer * splits, block, stream, _ptr(xd), 0, outer, length, 0, splits,
+                           _ptr(pv), _ptr(pi))
+                mod[part_e](outer, BLOCK, stream, _ptr(pv), _ptr(pi), _ptr(out), outer, splits)
+            else:
+                mod[row_e](outer, block, stream, _ptr(xd), _ptr(out), outer, length, 0, 1, 0, 0)
     else:
         mod[cols_e](grid_for(outer * inner, BLOCK, stream.device), BLOCK, stream, _ptr(xd),
                     _ptr(out), outer, length, inner)

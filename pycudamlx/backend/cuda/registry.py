@@ -387,9 +387,10 @@ def scan_carry_dtype(dtype: str) -> str:
     return _compute_dtype(dtype)
 
 
-def arg_expressions(op: str, dtype: str) -> tuple[str, str]:
+def arg_expressions(op: str, dtype: str) -> tuple[str, str, str]:
+    """Name expressions of (arg_row, arg_cols, arg_partials) for argmax/argmin on ``dtype``."""
     t, m = _ctype(dtype), "true" if op == "argmax" else "false"
-    return f"arg_row<{t}, {m}>", f"arg_cols<{t}, {m}>"
+    return f"arg_row<{t}, {m}>", f"arg_cols<{t}, {m}>", f"arg_partials<{t}, {m}>"
 
 
 def median_expression(dtype: str) -> str | None:
@@ -417,9 +418,10 @@ def scan_module(dtype: str) -> ModuleSpec:
                                                  "i32")))
             kernels.append(KernelSpec(exprs[2], ("ptr", "ptr", "i64", "i64", "i32", "i64")))
     for op in ("argmax", "argmin"):
-        row, cols = arg_expressions(op, dtype)
-        kernels.append(KernelSpec(row, ("ptr", "ptr", "i64", "i64", "i32")))
+        row, cols, part = arg_expressions(op, dtype)
+        kernels.append(KernelSpec(row, ("ptr", "ptr", "i64", "i64", "i32", "i64", "ptr", "ptr")))
         kernels.append(KernelSpec(cols, ("ptr", "ptr", "i64", "i64", "i64")))
+        kernels.append(KernelSpec(part, ("ptr", "ptr", "ptr", "i64", "i64")))
     sm = softmax_expression(dtype)
     if sm is not None:
         kernels.append(KernelSpec(sm, ("ptr", "ptr", "i64", "i64", "i32", "i32")))

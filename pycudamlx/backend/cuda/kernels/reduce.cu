@@ -324,48 +324,93 @@ template <bool IS_MAX, typename V> PCM_DEVICE void arg_warp(V& v, int64_t& idx) 
   }
 }
 
-template <typename T, bool IS_MAX>
-__global__ void __launch_bounds__(1024) arg_row(const T* __restrict__ x, uint32_t* __restrict__ out, int64_t rows,
-                        int64_t len, int32_t warp_rows) {
-  typedef typename compute_type<T>::type V;
+// The (value, index) winner over the block, in thread 0.
+template <bool IS_MAX, typename V> PCM_DEVICE void arg_block(V& best, int64_t& bi) {
   __shared__ V arg_v[32];
   __shared__ int64_t arg_i[32];
-  int64_t row;
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  arg_warp<IS_MAX>(best, bi);
+  if (lane == 0) {
+    arg_v[warp] = best;
+    arg_i[warp] = bi;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    best = lane < nw ? arg_v[lane] : cast<V>(0);
+    bi = lane < nw ? arg_i[lane] : -1;
+    arg_warp<IS_MAX>(best, bi);
+  }
+}
+
+// argmax/argmin of contiguous rows: a warp per row (warp_rows) or a block per row; a long row
+// splits over `splits` blocks that write (value, index) partials for arg_partials.
+template <typename T, bool IS_MAX>
+__global__ void __launch_bounds__(1024) arg_row(
+    const T* __restrict__ x, uint32_t* __restrict__ out, int64_t rows, int64_t len,
+    int32_t warp_rows, int64_t splits, typename compute_type<T>::type* __restrict__ part_v,
+    int64_t* __restrict__ part_i) {
+  typedef typename compute_type<T>::type V;
+  int64_t row, lo, hi;
   int tid, nt;
   if (warp_rows) {
     row = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (row >= rows) return;
     tid = threadIdx.x & 31;
     nt = 32;
+    lo = 0;
+    hi = len;
   } else {
-    row = blockIdx.x;
+    row = (int64_t)blockIdx.x / splits;
+    int64_t chunk = (len + splits - 1) / splits;
+    lo = ((int64_t)blockIdx.x - row * splits) * chunk;
+    hi = lo + chunk < len ? lo + chunk : len;
     tid = threadIdx.x;
     nt = blockDim.x;
   }
   const T* p = x + row * len;
   V best = cast<V>(0);
   int64_t bi = -1;
-  for (int64_t i = tid; i < len; i += nt) {
+  for (int64_t i = lo + tid; i < hi; i += nt) {
     V v = to_compute(p[i]);
     if (arg_wins<IS_MAX>(v, i, best, bi)) {
       best = v;
       bi = i;
     }
   }
-  arg_warp<IS_MAX>(best, bi);
-  if (!warp_rows) {
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    if (lane == 0) {
-      arg_v[warp] = best;
-      arg_i[warp] = bi;
-    }
-    __syncthreads();
-    if (warp != 0) return;
-    best = lane < nw ? arg_v[lane] : cast<V>(0);
-    bi = lane < nw ? arg_i[lane] : -1;
+  if (warp_rows) {
     arg_warp<IS_MAX>(best, bi);
+  } else {
+    arg_block<IS_MAX>(best, bi);
   }
-  if (tid == 0) out[row] = (uint32_t)(bi < 0 ? 0 : bi);
+  if (tid != 0) return;
+  if (splits > 1) {
+    part_v[blockIdx.x] = best;
+    part_i[blockIdx.x] = bi;
+  } else {
+    out[row] = (uint32_t)(bi < 0 ? 0 : bi);
+  }
+}
+
+// The second pass of a split argmax/argmin: one block per row combines its partials.
+template <typename T, bool IS_MAX>
+__global__ void __launch_bounds__(256) arg_partials(
+    const typename compute_type<T>::type* __restrict__ part_v,
+    const int64_t* __restrict__ part_i, uint32_t* __restrict__ out, int64_t rows,
+    int64_t splits) {
+  typedef typename compute_type<T>::type V;
+  int64_t row = blockIdx.x;
+  V best = cast<V>(0);
+  int64_t bi = -1;
+  for (int64_t k = threadIdx.x; k < splits; k += blockDim.x) {
+    V v = part_v[row * splits + k];
+    int64_t i = part_i[row * splits + k];
+    if (i >= 0 && arg_wins<IS_MAX>(v, i, best, bi)) {
+      best = v;
+      bi = i;
+    }
+  }
+  arg_block<IS_MAX>(best, bi);
+  if (threadIdx.x == 0) out[row] = (uint32_t)(bi < 0 ? 0 : bi);
 }
 
 // argmax/argmin along axis 1 of (outer, len, inner): a thread per output walks the axis.
