@@ -83,10 +83,36 @@ def _permuted(x: GpuArray, axes: Sequence[int], stream: CudaStream) -> GpuArray:
     return d
 
 
+def reorder_dense(x: GpuArray, axes: Sequence[int]) -> tuple[GpuArray, tuple[int, ...]] | None:
+    """A contiguous view of the same elements with the dimensions reordered (``x.T`` of a
+    dense array is one), and the reduced axes renumbered; None when there is none, or when it
+    would reorder the kept dimensions (the output order would change)."""
+    nd = len(x.shape)
+    dims = [i for i in range(nd) if x.shape[i] != 1]
+    if any(x.strides[i] <= 0 for i in dims):
+        return None
+    order = sorted(range(nd), key=lambda i: (-x.strides[i] if x.shape[i] != 1 else 0, i))
+    kept = [i for i in order if i not in axes and x.shape[i] != 1]
+    if kept != sorted(kept):
+        return None
+    # size-1 dimensions go where they do not break the kept order: keep them all in place
+    order = [i for i in order if x.shape[i] != 1] + [i for i in range(nd) if x.shape[i] == 1]
+    view = x.view(x.offset, tuple(x.shape[i] for i in order),
+                  tuple(x.strides[i] for i in order))
+    if not view.is_contiguous():
+        return None
+    return view, tuple(order.index(a) for a in axes)
+
+
 def layout(x: GpuArray, axes: Sequence[int], stream: CudaStream
            ) -> tuple[GpuArray, int, int, int]:
     """(contiguous x, outer, len, inner) such that the reduction is over axis 1 of
     (outer, len, inner); inner == 1 means rows."""
+    if not x.is_contiguous():
+        reordered = reorder_dense(x, axes)
+        if reordered is not None:
+            x, axes = reordered
+            axes = tuple(sorted(axes))
     x = dense(x, stream)
     g = _groups(x.shape, axes)
     red = [i for i, (_, r) in enumerate(g) if r]
