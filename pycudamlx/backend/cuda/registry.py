@@ -393,9 +393,7 @@ def arg_expressions(op: str, dtype: str) -> tuple[str, str, str]:
     return f"arg_row<{t}, {m}>", f"arg_cols<{t}, {m}>", f"arg_partials<{t}, {m}>"
 
 
-def median_expression(dtype: str) -> str | None:
-    if dt.by_name[dtype].kind == "c":
-        return None
+def median_expression(dtype: str) -> str:
     return f"median_row<{_ctype(dtype)}, {_ctype(_float_out(dtype))}>"
 
 
@@ -425,9 +423,7 @@ def scan_module(dtype: str) -> ModuleSpec:
     sm = softmax_expression(dtype)
     if sm is not None:
         kernels.append(KernelSpec(sm, ("ptr", "ptr", "i64", "i64", "i32", "i32")))
-    med = median_expression(dtype)
-    if med is not None:
-        kernels.append(KernelSpec(med, ("ptr", "ptr", "i64", "i64")))
+    kernels.append(KernelSpec(median_expression(dtype), ("ptr", "ptr", "i64", "i64")))
     return ModuleSpec(f"scan.{dtype}", "scan", _program("reduce.cu", math=True),
                       tuple(kernels), (dtype,))
 

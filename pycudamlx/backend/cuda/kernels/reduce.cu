@@ -170,6 +170,7 @@ template <> struct red_is_complex<complex64_t> { static const bool value = true;
 // Median arithmetic: double for float64, float otherwise; K is the key type.
 template <typename F0> struct med_types { typedef float type; typedef uint32_t key; };
 template <> struct med_types<double> { typedef double type; typedef uint64_t key; };
+template <> struct med_types<complex64_t> { typedef complex64_t type; typedef uint64_t key; };
 
 template <typename T> struct red_vec { static const int N = sizeof(T) >= 16 ? 1 : 16 / sizeof(T); };
 
@@ -681,21 +682,31 @@ __global__ void __launch_bounds__(1024, sizeof(T) == 8 ? 1 : 2) softmax_row(cons
 
 // ---- median ----------------------------------------------------------------------------------
 
-// Order-preserving unsigned keys of float / double (NaNs are counted apart).
-PCM_DEVICE uint32_t med_key(float v) {
+// Order-preserving unsigned keys of float / double / complex64 (lexicographic, as numpy sorts
+// complex); NaNs are counted apart.
+PCM_DEVICE uint32_t med_key32(float v) {
   uint32_t u = __float_as_uint(v);
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
+PCM_DEVICE float med_value32(uint32_t k) {
+  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+PCM_DEVICE uint32_t med_key(float v) { return med_key32(v); }
 PCM_DEVICE uint64_t med_key(double v) {
   uint64_t u = (uint64_t)__double_as_longlong(v);
   return (u & 0x8000000000000000ULL) ? ~u : (u | 0x8000000000000000ULL);
 }
-PCM_DEVICE float med_value(uint32_t k) {
-  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+PCM_DEVICE uint64_t med_key(complex64_t v) {
+  return ((uint64_t)med_key32(v.re) << 32) | (uint64_t)med_key32(v.im);
 }
-PCM_DEVICE double med_value(uint64_t k) {
+template <typename F> PCM_DEVICE F med_value(typename med_types<F>::key k);
+template <> PCM_DEVICE float med_value<float>(uint32_t k) { return med_value32(k); }
+template <> PCM_DEVICE double med_value<double>(uint64_t k) {
   return __longlong_as_double((long long)((k & 0x8000000000000000ULL)
                                               ? (k & 0x7fffffffffffffffULL) : ~k));
+}
+template <> PCM_DEVICE complex64_t med_value<complex64_t>(uint64_t k) {
+  return make_complex(med_value32((uint32_t)(k >> 32)), med_value32((uint32_t)k));
 }
 
 // The k-th smallest key of a row: bit by bit from the top, keep the lower half while it holds
@@ -733,9 +744,9 @@ __global__ void __launch_bounds__(256) median_row(const T* __restrict__ x, U* __
   if (nans > 0 || len == 0) {
     r = cast<F>(__int_as_float(0x7fc00000));
   } else {
-    F a = med_value(med_select<T, F, K>(p, len, (len - 1) / 2));
-    F b = (len % 2) ? a : med_value(med_select<T, F, K>(p, len, len / 2));
-    r = (a + b) / F(2);
+    F a = med_value<F>(med_select<T, F, K>(p, len, (len - 1) / 2));
+    F b = (len % 2) ? a : med_value<F>(med_select<T, F, K>(p, len, len / 2));
+    r = (a + b) / cast<F>(2.0f);
   }
   if (threadIdx.x == 0) out[row] = cast<U>(r);
 }
