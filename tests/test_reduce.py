@@ -4,6 +4,8 @@ non-contiguous inputs. GPU kernels: tests/test_gpu_reduce.py and tests/test_redu
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -247,43 +249,92 @@ _PROBE = """
 import pickle, sys
 import numpy as np
 import mlx.core as m
-cases = pickle.loads(sys.stdin.buffer.read())
-out = {}
-for shape, values, calls in cases:
-    a = m.array(values)
-    for call in calls:
+cases, path = pickle.loads(sys.stdin.buffer.read())
+with open(path, "ab") as f:
+    for shape, values, call in cases:
+        a = m.array(values)
         try:
             r = eval(call, {"m": m, "a": a})
             rs = list(r) if isinstance(r, (tuple, list)) else [r]
-            out[(shape, call)] = ("ok", [(str(x.dtype).split(".")[-1], tuple(x.shape),
-                                          np.array(x)) for x in rs])
+            res = ("ok", [(str(x.dtype).split(".")[-1], tuple(x.shape), np.array(x))
+                          for x in rs])
         except Exception as exc:
-            out[(shape, call)] = ("err", type(exc).__name__, str(exc).split("\\n")[0])
-sys.stdout.buffer.write(pickle.dumps(out))
+            res = ("err", type(exc).__name__, str(exc).split("\\n")[0])
+        pickle.dump(((shape, call), res), f)
+        f.flush()
+import os
+os._exit(0)  # MLX's teardown can stall too
 """
 
 
-@pytest.fixture(scope="module")
-def mlx_empty_results(mlx):
-    """MLX's results for the 0-d and empty cases, computed in a subprocess with a timeout.
+# MLX 0.32.4's results for reductions over an empty axis into a non-empty output, recorded from
+# the subprocess probe below: MLX stalls on exactly these at random (one run in two), so they
+# are not re-run. {axis} is the reduced axis.
+_EMPTY_AXIS_RESULTS: dict[str, Any] = {
+    "sum": ("float32", 0.0), "prod": ("float32", 1.0), "mean": ("float32", float("nan")),
+    "var": ("float32", float("nan")), "std": ("float32", float("nan")),
+    "all": ("bool", True), "any": ("bool", False), "count_nonzero": ("int32", 0),
+    "max": "[max] Cannot max reduce over axis {axis} with size 0.",
+    "min": "[min] Cannot min reduce over axis {axis} with size 0.",
+    "logsumexp": "[logsumexp] Received empty array.",
+    "median": "[median] Cannot take median along empty axis.",
+    "argmax": "[argmax] Cannot argmax reduce zero size array.",
+    "argmin": "[argmin] Cannot argmin reduce zero size array.",
+}
 
-    Real MLX 0.32.4 spins forever on some zero-size reductions when it runs in a process that
-    already ran other MLX work (seen after tests/test_memory.py in the full suite), so these
-    cases never run MLX in the test process: one fresh interpreter computes them all."""
+
+def _recorded(shape: tuple[int, ...], call: str) -> tuple[str, Any, int, tuple] | None:
+    """(op, recorded result, axis, result shape) when ``call`` reduces an empty axis of
+    ``shape`` into a non-empty result."""
+    for op in REDUCTIONS + ["argmax", "argmin"]:
+        if shape == (3, 0) and call == f"m.{op}(a, -1, keepdims=True)":
+            return op, _EMPTY_AXIS_RESULTS[op], 1, (3, 1)
+        if shape == (0, 3) and call == f"m.{op}(a, 0)":
+            return op, _EMPTY_AXIS_RESULTS[op], 0, (3,)
+    return None
+
+
+@pytest.fixture(scope="module")
+def mlx_empty_results(mlx, tmp_path_factory):
+    """MLX's results for the 0-d and empty cases, computed in subprocesses with timeouts.
+
+    Real MLX 0.32.4 sometimes spins forever (or for tens of seconds) on zero-size work: a race,
+    seen in-process after tests/test_memory.py and, about one run in four, in a fresh
+    interpreter too. So these cases never run MLX in the test process: a child computes them
+    one by one, appending each result to a file; a child that stalls is killed and a new one
+    resumes after the last recorded case (a case that stalls three times is left out)."""
     import pickle
     import subprocess
     import sys
 
-    cases = [(shape, _zero_d_and_empty_values(shape), _zero_d_and_empty_calls(shape))
-             for shape in ZERO_D_AND_EMPTY_SHAPES]
-    try:
-        proc = subprocess.run([sys.executable, "-c", _PROBE], input=pickle.dumps(cases),
-                              capture_output=True, timeout=120)
-    except subprocess.TimeoutExpired:
-        pytest.skip("real MLX hung on the zero-size cases even in a fresh process")
-    if proc.returncode != 0:
-        pytest.skip(f"the MLX probe failed: {proc.stderr.decode()[-300:]}")
-    return pickle.loads(proc.stdout)
+    pending = [(shape, _zero_d_and_empty_values(shape), call)
+               for shape in ZERO_D_AND_EMPTY_SHAPES for call in _zero_d_and_empty_calls(shape)
+               if _recorded(shape, call) is None]
+    path = tmp_path_factory.mktemp("mlx_probe") / "results.pickle"
+    results: dict = {}
+    stalls: dict = {}
+    while pending:
+        try:
+            subprocess.run([sys.executable, "-c", _PROBE], input=pickle.dumps((pending, str(path))),
+                           capture_output=True, timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        if path.exists():
+            with open(path, "rb") as f:
+                while True:
+                    try:
+                        key, res = pickle.load(f)
+                    except EOFError:
+                        break
+                    results[key] = res
+        pending = [c for c in pending if (c[0], c[2]) not in results]
+        if pending:  # the first pending case stalled (or the child died before it)
+            key = (pending[0][0], pending[0][2])
+            stalls[key] = stalls.get(key, 0) + 1
+            if stalls[key] >= 3:
+                results[key] = ("stall",)
+                pending = pending[1:]
+    return results
 
 
 _ERRORS = {"ValueError": ValueError, "IndexError": IndexError, "TypeError": TypeError,
@@ -304,7 +355,25 @@ def test_zero_d_and_empty(mlx_empty_results, shape):
         assert mx.prod(a).item() == 1.0
         assert mx.all(a).item() is True
     for call in _zero_d_and_empty_calls(shape):
+        rec = _recorded(shape, call)
+        if rec is not None:
+            op, result, axis, out_shape = rec
+            if isinstance(result, str):
+                with pytest.raises(ValueError) as info:
+                    eval(call, {"m": mx, "a": a})
+                assert str(info.value) == result.format(axis=axis), call
+            else:
+                (name, got_shape, got), = _collect(eval(call, {"m": mx, "a": a}))
+                assert (name, got_shape) == (result[0], out_shape), call
+                np.testing.assert_array_equal(got, np.full(out_shape, result[1]), err_msg=call)
+            continue
         expected = mlx_empty_results[(shape, call)]
+        if expected[0] == "stall":  # MLX never answered: ours must answer (a value or an error)
+            try:
+                _collect(eval(call, {"m": mx, "a": a}))
+            except (ValueError, IndexError, TypeError):
+                pass
+            continue
         if expected[0] == "err":
             with pytest.raises(_ERRORS.get(expected[1], Exception)) as info:
                 _collect(eval(call, {"m": mx, "a": a}))
