@@ -395,6 +395,7 @@ def fake(monkeypatch):
     monkeypatch.setattr(K, "empty", empty)
     monkeypatch.setattr(K, "_module", f.module)
     monkeypatch.setattr(K, "_plans", {})
+    monkeypatch.setattr(K, "_occupancy", {})
     monkeypatch.setattr(K.ew, "copy", copy)
     monkeypatch.setattr(K.ew, "binary", binary)
     monkeypatch.setattr(K.ew, "_record_write", lambda out, stream: None)

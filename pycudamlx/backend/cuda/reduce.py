@@ -130,17 +130,25 @@ def layout(x: GpuArray, axes: Sequence[int], stream: CudaStream
 # Reductions
 
 
-def _resident_blocks(kernel: Any, block: int) -> int:
-    """Blocks of ``block`` threads one SM holds at once for ``kernel`` (4 if unknown)."""
-    try:
-        from . import driver
+_occupancy: dict[tuple[int, int], int] = {}
 
-        cu = driver.init()
-        n = int(driver.call(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor, kernel.function,
-                            block, 0))
-        return max(1, n)
-    except Exception:  # noqa: BLE001 - an estimate is enough to size a grid
-        return 4
+
+def _resident_blocks(kernel: Any, block: int) -> int:
+    """Blocks of ``block`` threads one SM holds at once for ``kernel`` (4 if unknown); asked
+    once per kernel and block size."""
+    key = (id(kernel), block)
+    n = _occupancy.get(key)
+    if n is None:
+        try:
+            from . import driver
+
+            cu = driver.init()
+            n = max(1, int(driver.call(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor,
+                                       kernel.function, block, 0)))
+        except Exception:  # noqa: BLE001 - an estimate is enough to size a grid
+            n = 4
+        _occupancy[key] = n
+    return n
 
 
 def _target_blocks(stream: CudaStream, kernel: Any = None, block: int = 256) -> int:
