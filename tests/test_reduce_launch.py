@@ -112,13 +112,19 @@ class Fake:
 
     def module(self, spec_fn, args, device):
         spec = spec_fn(*args)
-        exprs = set(spec.expressions)
+        sigs = {k.expression: k.signature for k in spec.kernels}
         fake = self
+
+        def kernel(expr):
+            def call(grid, block, stream, *a):
+                assert len(a) == len(sigs[expr]), (expr, a, sigs[expr])  # the registry's layout
+                fake.launch(expr, grid, block, a)
+            return call
 
         class M:
             def __getitem__(self, expr):
-                assert expr in exprs, expr
-                return lambda grid, block, stream, *a: fake.launch(expr, grid, block, a)
+                assert expr in sigs, expr
+                return kernel(expr)
         return M()
 
     def arr(self, ptr, ctype, n):
