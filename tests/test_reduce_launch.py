@@ -415,7 +415,6 @@ def fake(monkeypatch):
         if view == "transposed":
             base = empty(values.T.shape, d, stream)
             heap.write(base, np.ascontiguousarray(values.T))
-            nd = values.ndim
             return base.view(0, values.shape, tuple(reversed(base.strides)))
         if view == "offset":  # a dense view that starts one element in (misaligned)
             base = empty((values.size + 1,), d, stream)
@@ -451,10 +450,6 @@ def _check(got: np.ndarray, ref: np.ndarray, what) -> None:
         tol = 2e-2 if ref.dtype.itemsize == 2 else 1e-5
         np.testing.assert_allclose(got.astype(np.complex128), ref.astype(np.complex128),
                                    rtol=tol, atol=tol, equal_nan=True, err_msg=str(what))
-
-
-def _out_spec(prim, x: np.ndarray, fn_dtype):
-    return fn_dtype
 
 
 SHAPES = [((5, 7), (1,)), ((5, 7), (0,)), ((5, 7), (0, 1)), ((4, 300), (1,)),
