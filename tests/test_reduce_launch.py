@@ -591,3 +591,20 @@ def test_a_long_argmax_splits(fake):
         got = fake.heap.read(out)
         assert got[2] == 123
         np.testing.assert_array_equal(got[:2], fn(v[:2], 1))
+
+
+def test_few_long_columns_move_the_axis_innermost(fake):
+    v = _data("float32", (3000, 3), seed=8)
+    x = fake.upload(v)
+    out = fake.empty((3,), dt.uint32, fake.stream)
+    fake.launches.clear()
+    K.argreduce("argmax", x, 0, out, fake.stream)
+    assert fake.launches[0].startswith("arg_row")
+    np.testing.assert_array_equal(fake.heap.read(out), v.argmax(0))
+    for op in ("cumsum", "cummin"):
+        out = fake.empty(v.shape, dt.float32, fake.stream)
+        fake.launches.clear()
+        K.scan(op, x, 0, True, False, out, fake.stream)
+        assert fake.launches[0].startswith("scan_row")
+        ref = R.Scan(op, 0, True, False).eval_cpu([v], [(v.shape, dt.float32)])[0]
+        np.testing.assert_allclose(fake.heap.read(out), ref, rtol=1e-5, atol=1e-4)

@@ -295,6 +295,9 @@ def argreduce(op: str, x: GpuArray, axis: int | None, out: GpuArray, stream: Cud
         inner = _size(xd.shape[axis + 1:])
     mod = _module(registry.scan_module, (x.dtype.name,), stream.device)
     row_e, cols_e, part_e = registry.arg_expressions(op, x.dtype.name)
+    if inner > 1 and _few_columns(outer * inner, length):
+        xd = _axis_last(xd, outer, length, inner, stream)
+        outer, inner = outer * inner, 1
     if inner == 1:
         if length <= 256:
             mod[row_e]((outer + 7) // 8, 256, stream, _ptr(xd), _ptr(out), outer, length, 1, 1,
@@ -320,6 +323,24 @@ def argreduce(op: str, x: GpuArray, axis: int | None, out: GpuArray, stream: Cud
     ew._record_write(out, stream)
 
 
+#: Column kernels give each column one thread walking the axis: below this many columns a long
+#: axis is moved innermost by a copy instead, so the row kernels spread it over many threads.
+FEW_COLUMNS = 16384
+
+
+def _few_columns(columns: int, length: int) -> bool:
+    return columns < FEW_COLUMNS and length >= 64
+
+
+def _axis_last(xd: GpuArray, outer: int, length: int, inner: int, stream: CudaStream
+               ) -> GpuArray:
+    """A contiguous (outer, inner, length) copy of contiguous (outer, length, inner) ``xd``."""
+    view = xd.view(xd.offset, (outer, inner, length), (length * inner, 1, inner))
+    d = scratch((outer, inner, length), xd.dtype, stream)
+    ew.copy(view, d, stream)
+    return d
+
+
 # --------------------------------------------------------------------------------------------------
 # Scans, softmax
 
@@ -336,18 +357,31 @@ def scan(op: str, x: GpuArray, axis: int, reverse: bool, inclusive: bool, out: G
     name = out.dtype.name
     mod = _module(registry.scan_module, (name,), stream.device)
     row_e, cols_e, totals_e = registry.scan_expressions(op, name)
-    if inner == 1:
-        target = _target_blocks(stream)
-        if outer < target and length > LONG_SCAN:
-            _long_scan(op, mod, row_e, totals_e, xd, out, outer, length, reverse, inclusive,
-                       target, stream)
-        else:
-            mod[row_e](outer, _scan_block(length), stream, _ptr(xd), _ptr(out), outer, length,
-                       int(reverse), int(inclusive), length, 0)
+    if inner > 1 and _few_columns(outer * inner, length):
+        rows = _axis_last(xd, outer, length, inner, stream)
+        res = scratch(rows.shape, out.dtype, stream)
+        _scan_rows(op, mod, row_e, totals_e, rows, res, outer * inner, length, reverse,
+                   inclusive, stream)
+        back = out.view(out.offset, (outer, inner, length), (length * inner, 1, inner))
+        ew.copy(res, back, stream)
+    elif inner == 1:
+        _scan_rows(op, mod, row_e, totals_e, xd, out, outer, length, reverse, inclusive, stream)
     else:
         mod[cols_e](grid_for(outer * inner, BLOCK, stream.device), BLOCK, stream, _ptr(xd),
                     _ptr(out), outer, length, inner, int(reverse), int(inclusive))
     ew._record_write(out, stream)
+
+
+def _scan_rows(op: str, mod: Any, row_e: str, totals_e: str, xd: GpuArray, out: GpuArray,
+               rows: int, length: int, reverse: bool, inclusive: bool, stream: CudaStream
+               ) -> None:
+    target = _target_blocks(stream)
+    if rows < target and length > LONG_SCAN:
+        _long_scan(op, mod, row_e, totals_e, xd, out, rows, length, reverse, inclusive,
+                   target, stream)
+    else:
+        mod[row_e](rows, _scan_block(length), stream, _ptr(xd), _ptr(out), rows, length,
+                   int(reverse), int(inclusive), length, 0)
 
 
 #: Rows longer than this (when there are too few rows to fill the GPU) scan in three phases.
