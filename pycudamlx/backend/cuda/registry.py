@@ -464,6 +464,162 @@ def sort_module(dtype: str) -> ModuleSpec:
 def sort_modules(dtypes: Sequence[str]) -> list[ModuleSpec]:
     return [sort_module(d) for d in dtypes]
 
+# Reductions, arg-reductions, scans, softmax and median (reduce.cu).
+
+#: reduce.cu's OP / MAP / FIN codes.
+RED_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "and": 4, "or": 5, "logadd": 6}
+RED_MAPS = {"cast": 0, "sqdev": 1, "expdev": 2, "nonzero": 3, "truth": 4}
+RED_FINS = {"none": 0, "scale": 1, "sqrt": 2, "logadd": 3, "finite": 4}
+
+_SMALL_SUM = {"bool": "int32", "int8": "int32", "int16": "int32", "uint8": "uint32",
+              "uint16": "uint32"}
+
+
+def _compute_dtype(name: str) -> str:
+    """The dtype arithmetic on ``name`` happens in (float32 for the 16-bit floats)."""
+    return "float32" if name in ("float16", "bfloat16") else name
+
+
+def _float_out(name: str) -> str:
+    return name if dt.by_name[name].kind in "fc" else "float32"
+
+
+def _work(name: str) -> str:
+    """The dtype var's mean and logsumexp's shift are kept in."""
+    return name if name in ("float64", "complex64") else "float32"
+
+
+def reduce_variant(op: str, dtype: str) -> tuple[str, str, str, str, str, str] | None:
+    """(U, A, W, OP, MAP, FIN) dtype names and codes of reduction ``op`` on ``dtype``, or None
+    when the op has no kernel for it. U is the output dtype, A the accumulator, W the per-output
+    auxiliary value's dtype (var's mean, logsumexp's max)."""
+    d = dt.by_name[dtype]
+    cplx = d.kind == "c"
+    if op in ("sum", "prod"):
+        u = _SMALL_SUM.get(dtype, dtype)
+        return (u, _compute_dtype(u), "float32", op, "cast", "none")
+    if op in ("max", "min"):
+        return (dtype, _compute_dtype(dtype), "float32", op, "cast", "none")
+    if op in ("all", "any"):
+        return ("bool", "bool", "float32", "and" if op == "all" else "or", "truth", "none")
+    if op == "count_nonzero":
+        return ("int32", "int32", "float32", "sum", "nonzero", "none")
+    if op in ("mean", "mean_w"):
+        acc = _compute_dtype(_SMALL_SUM.get(dtype, dtype))
+        u = _float_out(dtype) if op == "mean" else _work(dtype)
+        return (u, acc, "float32", "sum", "cast", "scale")
+    if op in ("var", "std"):
+        u = dtype if d.kind == "f" else "float32"
+        acc = "float64" if dtype == "float64" else "float32"
+        return (u, acc, _work(dtype), "sum", "sqdev", "scale" if op == "var" else "sqrt")
+    if op == "lse_max":
+        if cplx:
+            return None
+        return (_work(dtype), _compute_dtype(dtype), "float32", "max", "cast", "finite")
+    if op == "lse":
+        w = _work(dtype)
+        return (_float_out(dtype), w, w, "sum", "expdev", "logadd")
+    raise ValueError(f"unknown reduction {op!r}")
+
+
+REDUCE_OPS: tuple[str, ...] = ("sum", "prod", "max", "min", "all", "any", "count_nonzero",
+                               "mean", "mean_w", "var", "std", "lse_max", "lse")
+
+
+def reduce_expressions(op: str, dtype: str) -> tuple[str, str, str] | None:
+    """Name expressions of (reduce_row, reduce_cols, reduce_partials) for ``op`` on ``dtype``."""
+    v = reduce_variant(op, dtype)
+    if v is None:
+        return None
+    u, a, w, o, m, f = v
+    t, u, a, w = _ctype(dtype), _ctype(u), _ctype(a), _ctype(w)
+    o, m, f = RED_OPS[o], RED_MAPS[m], RED_FINS[f]
+    return (f"reduce_row<{t}, {u}, {a}, {w}, {o}, {m}, {f}>",
+            f"reduce_cols<{t}, {u}, {a}, {w}, {o}, {m}, {f}>",
+            f"reduce_partials<{u}, {a}, {w}, {o}, {f}>")
+
+
+_ROW_SIG = ("ptr", "ptr", "ptr", "ptr", "i64", "i64", "i64", "i32", "i32", "f64")
+_COLS_SIG = ("ptr", "ptr", "ptr", "ptr", "i64", "i64", "i64", "i64", "f64")
+_PART_SIG = ("ptr", "ptr", "ptr", "i64", "i64", "f64")
+
+
+@functools.lru_cache(maxsize=None)
+def reduce_module(dtype: str) -> ModuleSpec:
+    """Every reduction of ``dtype`` elements: rows, columns and split partials per variant."""
+    kernels: dict[str, KernelSpec] = {}
+    for op in REDUCE_OPS:
+        exprs = reduce_expressions(op, dtype)
+        if exprs is None:
+            continue
+        for e, sig in zip(exprs, (_ROW_SIG, _COLS_SIG, _PART_SIG)):
+            kernels.setdefault(e, KernelSpec(e, sig))
+    return ModuleSpec(f"reduce.{dtype}", "reduce", _program("reduce.cu", math=True),
+                      tuple(kernels.values()), (dtype,))
+
+
+SCAN_OPS = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min",
+            "logcumsumexp": "logadd"}
+
+
+def scan_expressions(op: str, dtype: str) -> tuple[str, str, str] | None:
+    """Name expressions of (scan_row, scan_cols, scan_totals) for scan ``op`` on ``dtype``."""
+    if op == "logcumsumexp" and dt.by_name[dtype].kind not in "fc":
+        return None
+    t, o = _ctype(dtype), RED_OPS[SCAN_OPS[op]]
+    return f"scan_row<{t}, {o}>", f"scan_cols<{t}, {o}>", f"scan_totals<{t}, {o}>"
+
+
+def scan_carry_dtype(dtype: str) -> str:
+    """The dtype a long scan's chunk totals are kept in (the scan's compute type)."""
+    return _compute_dtype(dtype)
+
+
+def arg_expressions(op: str, dtype: str) -> tuple[str, str, str]:
+    """Name expressions of (arg_row, arg_cols, arg_partials) for argmax/argmin on ``dtype``."""
+    t, m = _ctype(dtype), "true" if op == "argmax" else "false"
+    return f"arg_row<{t}, {m}>", f"arg_cols<{t}, {m}>", f"arg_partials<{t}, {m}>"
+
+
+def median_expression(dtype: str) -> str:
+    return f"median_row<{_ctype(dtype)}, {_ctype(_float_out(dtype))}>"
+
+
+def softmax_expression(dtype: str) -> str | None:
+    if dt.by_name[dtype].kind not in "fc":
+        return None
+    return f"softmax_row<{_ctype(dtype)}>"
+
+
+@functools.lru_cache(maxsize=None)
+def scan_module(dtype: str) -> ModuleSpec:
+    """Scans, argmax/argmin, softmax and median of ``dtype`` elements."""
+    kernels: list[KernelSpec] = []
+    for op in SCAN_OPS:
+        exprs = scan_expressions(op, dtype)
+        if exprs is not None:
+            kernels.append(KernelSpec(exprs[0], ("ptr", "ptr", "i64", "i64", "i32", "i32",
+                                                 "i64", "ptr")))
+            kernels.append(KernelSpec(exprs[1], ("ptr", "ptr", "i64", "i64", "i64", "i32",
+                                                 "i32")))
+            kernels.append(KernelSpec(exprs[2], ("ptr", "ptr", "i64", "i64", "i32", "i64")))
+    for op in ("argmax", "argmin"):
+        row, cols, part = arg_expressions(op, dtype)
+        kernels.append(KernelSpec(row, ("ptr", "ptr", "i64", "i64", "i32", "i64", "ptr", "ptr")))
+        kernels.append(KernelSpec(cols, ("ptr", "ptr", "i64", "i64", "i64")))
+        kernels.append(KernelSpec(part, ("ptr", "ptr", "ptr", "i64", "i64")))
+    sm = softmax_expression(dtype)
+    if sm is not None:
+        kernels.append(KernelSpec(sm, ("ptr", "ptr", "i64", "i64", "i32", "i32")))
+    kernels.append(KernelSpec(median_expression(dtype), ("ptr", "ptr", "i64", "i64")))
+    return ModuleSpec(f"scan.{dtype}", "scan", _program("reduce.cu", math=True),
+                      tuple(kernels), (dtype,))
+
+
+def reduce_modules(dtypes: Sequence[str]) -> list[ModuleSpec]:
+    """The reduction family's modules for ``dtypes``."""
+    return [m for d in dtypes for m in (reduce_module(d), scan_module(d))]
+
 
 def _op_defined(op: optable.ElementwiseOp, dtype: str) -> bool:
     return dt.by_name[dtype].kind in op.families
@@ -498,6 +654,7 @@ def builtin_modules(dtypes: Sequence[str] = COMMON_DTYPES) -> list[ModuleSpec]:
     modules.extend(gemm_mma_module(d) for d in dtypes if d in MMA_DTYPES)
     modules.extend(random_modules(dtypes))
     modules.extend(sort_modules(dtypes))
+    modules.extend(reduce_modules(dtypes))
     return modules
 
 

@@ -1,0 +1,333 @@
+"""Reduction, scan, softmax and diff primitives, computed with numpy.
+
+The op functions (pycudamlx/core/reduce.py) check arguments and decide the output dtype; these
+primitives only compute. float16/bfloat16 accumulate in float32 and are cast back, as MLX does.
+
+GPU streams: ``eval_gpu`` launches reduce.cu's kernels through backend/cuda/reduce.py (row and
+column reductions with split partials, block scans, fused softmax, bitwise median selection);
+diff is n subtract launches on views.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ... import dtypes as dt
+from ..primitive import OutSpec, Primitive
+from .elementwise import cast_numpy
+
+
+def _cuda():
+    from ...backend.cuda import array as gpu_array, elementwise as ew, reduce as kernels
+
+    return gpu_array, ew, kernels
+
+_F32 = np.dtype(np.float32)
+_HALF = frozenset((np.dtype(np.float16), dt.bfloat16.np_dtype))
+
+
+def _work(x: np.ndarray, float_result: bool = False) -> np.ndarray:
+    """``x`` in the dtype the computation runs in: halves in float32, and integers/bools in
+    float32 when the result is floating (mean, var, logsumexp ...)."""
+    d = x.dtype
+    if d in _HALF or (float_result and d.kind in "biu"):
+        return x.astype(_F32)
+    return x
+
+
+def _finish(r: Any, dtype: dt.Dtype) -> np.ndarray:
+    r = np.asarray(r)
+    if r.dtype == dtype.np_dtype:
+        return r
+    return cast_numpy(r, dtype)
+
+
+def _count(x: np.ndarray, axes: tuple[int, ...]) -> int:
+    n = 1
+    for ax in axes:
+        n *= x.shape[ax]
+    return n
+
+
+def _sum(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
+    acc = dtype.np_dtype if dtype.kind in "iu" else None
+    return np.sum(_work(x), axis=axes, keepdims=keepdims, dtype=acc)
+
+
+def _prod(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
+    acc = dtype.np_dtype if dtype.kind in "iu" else None
+    return np.prod(_work(x), axis=axes, keepdims=keepdims, dtype=acc)
+
+
+_SUM_ACC = {"b": np.int32, "i": np.int32, "u": np.uint32}
+
+
+def _mean(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
+    if x.dtype.kind in "biu":
+        # MLX sums integers in sum's dtype (wrapping), then converts to float32 and divides.
+        acc = x.dtype if x.dtype.itemsize >= 4 and x.dtype.kind != "b" else _SUM_ACC[
+            x.dtype.kind]
+        s = np.sum(x, axis=axes, keepdims=keepdims, dtype=acc).astype(_F32)
+    else:
+        s = np.sum(_work(x), axis=axes, keepdims=keepdims)
+    return s / np.asarray(_count(x, axes), dtype=s.dtype)
+
+
+def _var(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
+    w = _work(x, True)
+    n = _count(x, axes)
+    m = np.sum(w, axis=axes, keepdims=True) / np.asarray(n, dtype=w.dtype)
+    d = w - m
+    sq = (d * np.conj(d)).real if d.dtype.kind == "c" else d * d
+    ss = np.sum(sq, axis=axes, keepdims=keepdims)
+    # MLX divides by max(n - ddof, 0): inf (or nan for a zero sum) when ddof >= n.
+    return ss / np.asarray(max(n - param, 0), dtype=ss.dtype)
+
+
+def _std(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
+    return np.sqrt(_var(x, axes, keepdims, dtype, param))
+
+
+def _max(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
+    return np.max(_work(x), axis=axes, keepdims=keepdims)
+
+
+def _min(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
+    return np.min(_work(x), axis=axes, keepdims=keepdims)
+
+
+def _all(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
+    return np.all(x, axis=axes, keepdims=keepdims)
+
+
+def _any(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
+    return np.any(x, axis=axes, keepdims=keepdims)
+
+
+def _count_nonzero(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype,
+                   param: Any) -> Any:
+    return np.sum(x != 0, axis=axes, keepdims=keepdims, dtype=np.int32)
+
+
+def _logsumexp(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
+    w = _work(x, True)
+    if w.dtype.kind == "c":
+        return np.log(np.sum(np.exp(w), axis=axes, keepdims=keepdims))
+    m = np.max(w, axis=axes, keepdims=True)
+    m = np.where(np.isfinite(m), m, np.zeros((), w.dtype))
+    s = np.log(np.sum(np.exp(w - m), axis=axes, keepdims=True)) + m
+    return s if keepdims else np.squeeze(s, axis=axes)
+
+
+def _median(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
+    return np.median(_work(x, True), axis=axes, keepdims=keepdims)
+
+
+REDUCERS: dict[str, Callable[..., Any]] = {
+    "sum": _sum, "prod": _prod, "mean": _mean, "var": _var, "std": _std, "max": _max,
+    "min": _min, "all": _all, "any": _any, "count_nonzero": _count_nonzero,
+    "logsumexp": _logsumexp, "median": _median,
+}
+
+
+class Reduce(Primitive):
+    """``op`` over ``axes`` (normalized, sorted, unique); ``param`` is var/std's ddof."""
+
+    __slots__ = ("op", "axes", "keepdims", "param", "name", "_fn")
+    gpu_kernel = True
+
+    def __init__(self, op: str, axes: tuple[int, ...], keepdims: bool, param: Any = None
+                 ) -> None:
+        self.op = op
+        self.axes = axes
+        self.keepdims = keepdims
+        self.param = param
+        self.name = op
+        self._fn = REDUCERS[op]
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        shape, dtype = outs[0]
+        with np.errstate(all="ignore"):
+            r = self._fn(inputs[0], self.axes, self.keepdims, dtype, self.param)
+            return [_finish(r, dtype).reshape(shape)]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, ew, kernels = _cuda()
+        shape, dtype = outs[0]
+        x = inputs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        if not self.axes and self.op in ("sum", "prod"):
+            ew.copy(x, out, stream)  # over no axes: a copy in the input's dtype, as MLX
+        else:
+            kernels.reduce(self.op, x, self.axes, out, stream, ddof=self.param or 0)
+        return [out]
+
+
+class ArgReduce(Primitive):
+    """argmax/argmin along one axis (None: over the flattened array); first index on ties,
+    the first NaN wins, as MLX."""
+
+    __slots__ = ("op", "axis", "name")
+    gpu_kernel = True
+
+    def __init__(self, op: str, axis: int | None) -> None:
+        self.op = op
+        self.axis = axis
+        self.name = op
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        shape, dtype = outs[0]
+        x = _work(inputs[0])
+        fn = np.argmax if self.op == "argmax" else np.argmin
+        r = fn(x.reshape(-1)) if self.axis is None else fn(x, axis=self.axis)
+        return [np.asarray(r).astype(np.uint32).reshape(shape)]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, _, kernels = _cuda()
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        kernels.argreduce(self.op, inputs[0], self.axis, out, stream)
+        return [out]
+
+
+def _identity(op: str, dtype: np.dtype) -> Any:
+    if op in ("cumsum",):
+        return 0
+    if op == "cumprod":
+        return 1
+    if op == "logcumsumexp":
+        return -np.inf
+    if dtype.kind == "b":
+        return op == "cummin"
+    if dtype.kind == "c":
+        return complex(-np.inf, -np.inf) if op == "cummax" else complex(np.inf, np.inf)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.min if op == "cummax" else info.max
+    return -np.inf if op == "cummax" else np.inf
+
+
+class Scan(Primitive):
+    """Inclusive/exclusive, forward/reverse scans along one axis (the op functions flatten for
+    ``axis=None``)."""
+
+    __slots__ = ("op", "axis", "reverse", "inclusive", "name")
+    gpu_kernel = True
+
+    def __init__(self, op: str, axis: int, reverse: bool, inclusive: bool) -> None:
+        self.op = op
+        self.axis = axis
+        self.reverse = reverse
+        self.inclusive = inclusive
+        self.name = op
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        shape, dtype = outs[0]
+        x = inputs[0]
+        if x.dtype != dtype.np_dtype:
+            x = cast_numpy(x, dtype)  # bool cumsum -> int32, cumsum(dtype=...)
+        ax = self.axis
+        if self.reverse:
+            x = np.flip(x, ax)
+        op = self.op
+        with np.errstate(all="ignore"):
+            if op == "cumsum":
+                acc = dtype.np_dtype if dtype.kind in "iub" else None
+                r = np.cumsum(_work(x), axis=ax, dtype=acc)
+            elif op == "cumprod":
+                acc = dtype.np_dtype if dtype.kind in "iu" else None
+                r = np.cumprod(_work(x), axis=ax, dtype=acc)
+            elif op == "cummax":
+                r = np.maximum.accumulate(_work(x), axis=ax)
+            elif op == "cummin":
+                r = np.minimum.accumulate(_work(x), axis=ax)
+            else:  # logcumsumexp
+                w = _work(x, True)
+                if w.dtype.kind == "c":
+                    r = np.log(np.cumsum(np.exp(w), axis=ax))
+                else:
+                    r = np.logaddexp.accumulate(w, axis=ax)
+            r = _finish(r, dtype)
+            if not self.inclusive and r.shape[ax] > 0:
+                first = [slice(None)] * r.ndim
+                first[ax] = slice(0, 1)
+                head = np.full(r[tuple(first)].shape, _identity(op, r.dtype), r.dtype)
+                rest = [slice(None)] * r.ndim
+                rest[ax] = slice(0, -1)
+                r = np.concatenate([head, r[tuple(rest)]], axis=ax)
+            if self.reverse:
+                r = np.flip(r, ax)
+        return [np.ascontiguousarray(r)]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, _, kernels = _cuda()
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        kernels.scan(self.op, inputs[0], self.axis, self.reverse, self.inclusive, out, stream)
+        return [out]
+
+
+class Softmax(Primitive):
+    """exp(x - max) / sum over ``axes``; halves and integers compute in float32."""
+
+    __slots__ = ("axes",)
+    name = "softmax"
+    gpu_kernel = True
+
+    def __init__(self, axes: tuple[int, ...]) -> None:
+        self.axes = axes
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        shape, dtype = outs[0]
+        w = _work(inputs[0], True)
+        with np.errstate(all="ignore"):
+            if w.dtype.kind != "c" and w.size:
+                w = w - np.max(w, axis=self.axes, keepdims=True)
+            e = np.exp(w)
+            r = e / np.sum(e, axis=self.axes, keepdims=True)
+        return [_finish(r, dtype)]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, _, kernels = _cuda()
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        kernels.softmax(inputs[0], self.axes, out, stream)
+        return [out]
+
+
+class Diff(Primitive):
+    """The n-th forward difference along ``axis``; bools differ by xor, as MLX."""
+
+    __slots__ = ("n", "axis")
+    name = "diff"
+    gpu_kernel = True
+
+    def __init__(self, n: int, axis: int) -> None:
+        self.n = n
+        self.axis = axis
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
+        shape, dtype = outs[0]
+        x = _work(inputs[0])
+        ax = self.axis
+        hi = [slice(None)] * x.ndim
+        lo = [slice(None)] * x.ndim
+        hi[ax] = slice(1, None)
+        lo[ax] = slice(None, -1)
+        hi_t, lo_t = tuple(hi), tuple(lo)
+        with np.errstate(all="ignore"):
+            for _ in range(self.n):
+                if x.shape[ax] == 0:
+                    break
+                x = np.not_equal(x[hi_t], x[lo_t]) if x.dtype.kind == "b" else np.subtract(
+                    x[hi_t], x[lo_t])
+        return [_finish(x, dtype).reshape(shape)]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
+        gpu_array, _, kernels = _cuda()
+        shape, dtype = outs[0]
+        out = gpu_array.empty(shape, dtype, stream)
+        kernels.diff(inputs[0], self.n, self.axis, out, stream)
+        return [out]
