@@ -276,6 +276,46 @@ def scatter_module(dtype: str, index: str) -> ModuleSpec:
                       tuple(sorted({dtype, index})))
 
 
+# mx.fast: row norms and rope (fast_norm.cu); attention (sdpa.cu).
+
+#: dtypes the mx.fast kernels take (MLX's floating dtypes).
+FAST_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64")
+#: head dims of the tiled attention kernel (Dk == Dv); others take sdpa_generic.
+SDPA_TILED_DIMS: tuple[int, ...] = (64, 80, 96, 128)
+#: sizeof(SdpaArgs) in sdpa.cu: 20 int64 strides, a double, a float, 11 int32.
+SDPA_ARGS_BYTES = 20 * 8 + 8 + 4 + 11 * 4
+
+
+@functools.lru_cache(maxsize=None)
+def fast_norm_module(dtype: str) -> ModuleSpec:
+    """rms_norm / layer_norm (16-byte packs and scalar) and rope for one floating dtype."""
+    t = _ctype(dtype)
+    n = vector_width(dtype)
+    norm = ("ptr", "ptr", "ptr", "ptr", "i64", "i64", "f32", "i32")
+    kernels = tuple(KernelSpec(f"norm_rows<{t}, {w}, {ln}>", norm)
+                    for ln in ("false", "true") for w in (n, 1))
+    kernels += (KernelSpec(f"rope<{t}>", ("ptr", "ptr", "ptr", "ptr", "i64", "i64", "i64", "i64",
+                                          "i32", "i32", "i32", "f32", "f32", "i32")),)
+    return ModuleSpec(f"fast_norm.{dtype}", "fast_norm", _program("fast_norm.cu"), kernels,
+                      (dtype,))
+
+
+@functools.lru_cache(maxsize=None)
+def sdpa_module(dtype: str) -> ModuleSpec:
+    """Attention for one floating dtype: the generic kernel, then the tiled ones (16/32-bit
+    floats) in SDPA_TILED_DIMS order."""
+    t = _ctype(dtype)
+    sig = ("ptr",) * 6 + (f"bytes:{SDPA_ARGS_BYTES}",)
+    kernels = (KernelSpec(f"sdpa_generic<{t}>", sig),)
+    if dtype != "float64":
+        kernels += tuple(KernelSpec(f"sdpa_tiled<{t}, {d}>", sig) for d in SDPA_TILED_DIMS)
+    return ModuleSpec(f"sdpa.{dtype}", "sdpa", _program("sdpa.cu"), kernels, (dtype,))
+
+
+def fast_modules(dtypes: Sequence[str]) -> list[ModuleSpec]:
+    return [f(d) for d in dtypes if d in FAST_DTYPES for f in (fast_norm_module, sdpa_module)]
+
+
 def _op_defined(op: optable.ElementwiseOp, dtype: str) -> bool:
     return dt.by_name[dtype].kind in op.families
 
@@ -302,6 +342,7 @@ def builtin_modules(dtypes: Sequence[str] = COMMON_DTYPES) -> list[ModuleSpec]:
             modules.append(scatter_module(d, index))
     if "bool" in dtypes:
         modules.append(all_true_module())
+    modules.extend(fast_modules(dtypes))
     return modules
 
 

@@ -1,0 +1,246 @@
+// mx.fast.scaled_dot_product_attention: fused attention with an online softmax (the scores
+// never reach global memory).
+//
+// sdpa_tiled<T, D>: head dims Dk == Dv == D in {64, 80, 96, 128}, float16/bfloat16/float32.
+//   A block of 4 warps takes 16 queries of one (batch, head); K and V move through shared memory
+//   in tiles of 32 keys (converted to float once); lane l scores key l of the tile for the
+//   warp's 4 queries, and owns output dims lane + 32a for the P @ V update.
+// sdpa_generic<T>: any head dims (and float64): one warp per query, lane l scores key j0 + l
+//   straight from global memory; grid.z splits the output dims in slices of 128.
+//
+// Semantics are MLX's (its fallback composition): scores = (q * scale) @ k^T; a boolean mask
+// or the causal mask (lower-right aligned: key j is visible to query i when
+// j <= i + Tk - Tq) replaces hidden scores with the dtype's lowest finite value (so a fully
+// hidden row averages V); an additive mask is added (a row of -inf gives NaN); sinks are an
+// extra logit per query head that takes probability mass but has no value row. Inputs are read
+// through their strides (any layout); GQA maps query head h to key/value head h / (Hq / Hkv).
+
+#define SDPA_FULL 0xffffffffu
+
+struct SdpaArgs {
+  int64_t qs[4], ks[4], vs[4], os[4], ms[4];  // element strides (batch, head, token, dim)
+  double masked;                              // the score of a hidden key
+  float scale;
+  int32_t B, Hq, Hkv, Tq, Tk, Dk, Dv;
+  int32_t mask_kind;                          // 0 none, 1 bool, 2 additive (dtype T)
+  int32_t causal, has_sinks, bh_base;         // bh_base: first batch*head of this launch
+};
+
+template <typename C> PCM_DEVICE C sdpa_warp_max(C v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmax(v, __shfl_xor_sync(SDPA_FULL, v, o));
+  return v;
+}
+template <typename C> PCM_DEVICE C sdpa_warp_sum(C v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(SDPA_FULL, v, o);
+  return v;
+}
+
+// The mask applied to one score (i < Tq, j < Tk).
+template <typename T, typename C>
+PCM_DEVICE C sdpa_mask(C s, const void* mask, const SdpaArgs& a, int b, int h, int64_t i,
+                       int64_t j) {
+  if (a.causal && j > i + (int64_t)(a.Tk - a.Tq)) return (C)a.masked;
+  if (a.mask_kind) {
+    const int64_t off = b * a.ms[0] + h * a.ms[1] + i * a.ms[2] + j * a.ms[3];
+    if (a.mask_kind == 1) {
+      if (!reinterpret_cast<const bool*>(mask)[off]) return (C)a.masked;
+    } else {
+      s += (C)to_compute(reinterpret_cast<const T*>(mask)[off]);
+    }
+  }
+  return s;
+}
+
+template <typename T, int D>
+__global__ void __launch_bounds__(128)
+sdpa_tiled(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+           const void* __restrict__ mask, const T* __restrict__ sinks, T* __restrict__ out,
+           SdpaArgs a) {
+  constexpr int NW = 4, QW = 4, BQ = NW * QW, BK = 32, A = (D + 31) / 32, DP = D + 1;
+  __shared__ float Qs[BQ][D];
+  __shared__ float Ks[BK][DP];
+  __shared__ float Vs[BK][DP];
+  const float NEG_INF = -__int_as_float(0x7f800000);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int bh = a.bh_base + blockIdx.y;
+  const int b = bh / a.Hq, h = bh - b * a.Hq;
+  const int hk = h / (a.Hq / a.Hkv);
+  const int64_t i0 = (int64_t)blockIdx.x * BQ;
+  const T* qb = q + b * a.qs[0] + h * a.qs[1];
+  const T* kb = k + b * a.ks[0] + hk * a.ks[1];
+  const T* vb = v + b * a.vs[0] + hk * a.vs[1];
+
+  for (int e = tid; e < BQ * D; e += NW * 32) {
+    const int r = e / D, d = e - r * D;
+    const int64_t i = i0 + r;
+    Qs[r][d] = i < a.Tq ? to_compute(qb[i * a.qs[2] + d * a.qs[3]]) * a.scale : 0.0f;
+  }
+
+  float m[QW], l[QW], acc[QW][A];
+  const float sink = a.has_sinks ? (float)to_compute(sinks[h]) : NEG_INF;
+#pragma unroll
+  for (int qq = 0; qq < QW; ++qq) {
+    m[qq] = sink;
+    l[qq] = a.has_sinks ? 1.0f : 0.0f;
+#pragma unroll
+    for (int x = 0; x < A; ++x) acc[qq][x] = 0.0f;
+  }
+
+  const int64_t koff = (int64_t)a.Tk - a.Tq;
+  int64_t kend = a.Tk;
+  // Causal: keys past the block's last visible key score exp(lowest - max) = 0 exactly, so they
+  // are skipped, unless a row of the block sees no key at all (it then averages every key).
+  if (a.causal && i0 + koff >= 0) {
+    const int64_t last = i0 + BQ - 1 + koff + 1;
+    if (last < kend) kend = last;
+  }
+
+  for (int64_t j0 = 0; j0 < kend; j0 += BK) {
+    __syncthreads();
+    for (int e = tid; e < BK * D; e += NW * 32) {
+      const int r = e / D, d = e - r * D;
+      const int64_t j = j0 + r;
+      const bool ok = j < a.Tk;
+      Ks[r][d] = ok ? to_compute(kb[j * a.ks[2] + d * a.ks[3]]) : 0.0f;
+      Vs[r][d] = ok ? to_compute(vb[j * a.vs[2] + d * a.vs[3]]) : 0.0f;
+    }
+    __syncthreads();
+
+    float s[QW];
+#pragma unroll
+    for (int qq = 0; qq < QW; ++qq) s[qq] = 0.0f;
+#pragma unroll 8
+    for (int d = 0; d < D; ++d) {
+      const float kv = Ks[lane][d];
+#pragma unroll
+      for (int qq = 0; qq < QW; ++qq) s[qq] += Qs[warp * QW + qq][d] * kv;
+    }
+    const int64_t j = j0 + lane;
+    float p[QW];
+#pragma unroll
+    for (int qq = 0; qq < QW; ++qq) {
+      const int64_t i = i0 + warp * QW + qq;
+      float sc = s[qq];
+      if (j >= a.Tk) {
+        sc = NEG_INF;
+      } else if (i < a.Tq) {
+        sc = sdpa_mask<T, float>(sc, mask, a, b, h, i, j);
+      }
+      const float mt = sdpa_warp_max(sc);
+      const float mn = fmaxf(m[qq], mt);
+      float alpha, pj;
+      if (mn == NEG_INF) {
+        alpha = 1.0f;
+        pj = 0.0f;
+      } else {
+        alpha = expf(m[qq] - mn);
+        pj = expf(sc - mn);
+      }
+      l[qq] = l[qq] * alpha + sdpa_warp_sum(pj);
+      m[qq] = mn;
+#pragma unroll
+      for (int x = 0; x < A; ++x) acc[qq][x] *= alpha;
+      p[qq] = pj;
+    }
+    const int64_t rem = a.Tk - j0;
+    const int jn = rem < BK ? (int)rem : BK;
+    for (int jj = 0; jj < jn; ++jj) {
+      float vv[A];
+#pragma unroll
+      for (int x = 0; x < A; ++x) {
+        const int d = lane + 32 * x;
+        vv[x] = d < D ? Vs[jj][d] : 0.0f;
+      }
+#pragma unroll
+      for (int qq = 0; qq < QW; ++qq) {
+        const float pj = __shfl_sync(SDPA_FULL, p[qq], jj);
+#pragma unroll
+        for (int x = 0; x < A; ++x) acc[qq][x] += pj * vv[x];
+      }
+    }
+  }
+
+#pragma unroll
+  for (int qq = 0; qq < QW; ++qq) {
+    const int64_t i = i0 + warp * QW + qq;
+    if (i >= a.Tq) continue;
+    T* orow = out + b * a.os[0] + h * a.os[1] + i * a.os[2];
+#pragma unroll
+    for (int x = 0; x < A; ++x) {  // l == 0 (every score -inf) gives NaN, as MLX
+      const int d = lane + 32 * x;
+      if (d < D) orow[d * a.os[3]] = cast<T>(acc[qq][x] / l[qq]);
+    }
+  }
+}
+
+#define SDPA_GA 4
+
+template <typename T>
+__global__ void __launch_bounds__(128)
+sdpa_generic(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+             const void* __restrict__ mask, const T* __restrict__ sinks, T* __restrict__ out,
+             SdpaArgs a) {
+  typedef typename compute_type<T>::type C;
+  const C NEG_INF = (C)(-__int_as_float(0x7f800000));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t i = (int64_t)blockIdx.x * 4 + warp;
+  if (i >= a.Tq) return;  // a whole warp leaves together; no block barrier below
+  const int bh = a.bh_base + blockIdx.y;
+  const int b = bh / a.Hq, h = bh - b * a.Hq;
+  const int hk = h / (a.Hq / a.Hkv);
+  const int d0 = blockIdx.z * 32 * SDPA_GA;
+  const T* qr = q + b * a.qs[0] + h * a.qs[1] + i * a.qs[2];
+  const T* kb = k + b * a.ks[0] + hk * a.ks[1];
+  const T* vb = v + b * a.vs[0] + hk * a.vs[1];
+
+  C m = a.has_sinks ? (C)to_compute(sinks[h]) : NEG_INF;
+  C l = a.has_sinks ? (C)1 : (C)0;
+  C acc[SDPA_GA];
+#pragma unroll
+  for (int x = 0; x < SDPA_GA; ++x) acc[x] = (C)0;
+
+  for (int64_t j0 = 0; j0 < a.Tk; j0 += 32) {
+    const int64_t j = j0 + lane;
+    C s = NEG_INF;
+    if (j < a.Tk) {
+      const T* kr = kb + j * a.ks[2];
+      C dot = (C)0;
+      for (int d = 0; d < a.Dk; ++d)
+        dot += (C)to_compute(qr[d * a.qs[3]]) * (C)to_compute(kr[d * a.ks[3]]);
+      s = sdpa_mask<T, C>(dot * (C)a.scale, mask, a, b, h, i, j);
+    }
+    const C mt = sdpa_warp_max(s);
+    const C mn = m > mt ? m : mt;
+    C alpha, p;
+    if (mn == NEG_INF) {
+      alpha = (C)1;
+      p = (C)0;
+    } else {
+      alpha = exp(m - mn);
+      p = exp(s - mn);
+    }
+    l = l * alpha + sdpa_warp_sum(p);
+    m = mn;
+    const int64_t rem = a.Tk - j0;
+    const int jn = rem < 32 ? (int)rem : 32;
+#pragma unroll
+    for (int x = 0; x < SDPA_GA; ++x) acc[x] *= alpha;
+    for (int jj = 0; jj < jn; ++jj) {
+      const C pj = __shfl_sync(SDPA_FULL, p, jj);
+      const T* vr = vb + (j0 + jj) * a.vs[2];
+#pragma unroll
+      for (int x = 0; x < SDPA_GA; ++x) {
+        const int d = d0 + lane + 32 * x;
+        if (d < a.Dv) acc[x] += pj * (C)to_compute(vr[d * a.vs[3]]);
+      }
+    }
+  }
+  T* orow = out + b * a.os[0] + h * a.os[1] + i * a.os[2];
+#pragma unroll
+  for (int x = 0; x < SDPA_GA; ++x) {
+    const int d = d0 + lane + 32 * x;
+    if (d < a.Dv) orow[d * a.os[3]] = cast<T>(acc[x] / l);
+  }
+}
