@@ -46,6 +46,8 @@ class RMSNorm(Primitive):
     def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
         dtype = outs[0][1]
         x = _f32(inputs[0])
+        if x.size == 0:
+            return [np.empty(x.shape, dtype.np_dtype)]
         with np.errstate(all="ignore"):
             ms = np.mean(np.square(x), axis=-1, keepdims=True, dtype=np.float32)
             y = _to(x * (np.float32(1) / np.sqrt(ms + np.float32(self.eps))), dtype)
@@ -83,6 +85,8 @@ class LayerNorm(Primitive):
     def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
         dtype = outs[0][1]
         x = _f32(inputs[0])
+        if x.size == 0:
+            return [np.empty(x.shape, dtype.np_dtype)]
         w, b = self._wb(inputs)
         with np.errstate(all="ignore"):
             mu = np.mean(x, axis=-1, keepdims=True, dtype=np.float32)
@@ -133,7 +137,10 @@ class RoPE(Primitive):
         dtype = outs[0][1]
         shape = x.shape
         B, T, D = shape[0], shape[-2], shape[-1]
-        x4 = np.asarray(x).reshape(B, -1, T, D)
+        H = math.prod(shape[1:-2])
+        x4 = np.asarray(x).reshape(B, H, T, D)
+        if x4.size == 0:
+            return [np.array(x4, dtype=dtype.np_dtype).reshape(shape)]
         half = self.dims // 2
         if off is None:
             offset = np.full((1, 1, 1), self.off_const, np.float32)
