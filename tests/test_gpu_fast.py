@@ -78,6 +78,10 @@ def test_norms_gpu_unaligned_and_strided():
     _both(lambda s: pm.fast.rms_norm(x, w, 1e-5, stream=s), "bfloat16")
     xt = _arr(base[:, :64]).T                 # transposed: a contiguous copy first
     _both(lambda s: pm.fast.layer_norm(xt, None, None, 1e-5, stream=s), "float32")
+    flat = _arr(rng.standard_normal(9 * 256 + 1).astype(np.float32), "float16")
+    xo = flat[1:].reshape(9, 256)            # contiguous, but 2 bytes off alignment
+    _both(lambda s: pm.fast.rms_norm(xo, w.astype(pm.float16), 1e-5, stream=s), "float16")
+    _both(lambda s: pm.fast.layer_norm(xo, None, None, 1e-5, stream=s), "float16")
     wm = _arr(rng.standard_normal(9).astype(np.float32), "float16")
     _both(lambda s: pm.fast.rms_norm(_arr(base[:, :9]), wm, 1e-5, stream=s), "float32")
 
@@ -102,14 +106,17 @@ def test_rms_norm_gpu_float64_oracle():
 def test_rope_gpu(dtype, traditional, shape, dims):
     x = _arr(rng.standard_normal(shape).astype(np.float32), dtype)
     kw = dict(traditional=traditional, base=10000.0, scale=0.5)
-    _both(lambda s: pm.fast.rope(x, dims, offset=7, stream=s, **kw), dtype, 4)
+    # numpy's float32 exp and CUDA's expf may differ by an ulp in the frequencies: at angles
+    # of hundreds of radians that moves float32 results by ~1e-4
+    rs = 50 if dtype in ("float32", "float64") else 4
+    _both(lambda s: pm.fast.rope(x, dims, offset=7, stream=s, **kw), dtype, rs)
     offs = _arr(np.arange(shape[0], dtype=np.int32) * 5 + 1)
-    _both(lambda s: pm.fast.rope(x, dims, offset=offs, stream=s, **kw), dtype, 4)
+    _both(lambda s: pm.fast.rope(x, dims, offset=offs, stream=s, **kw), dtype, rs)
     one = _arr(np.array(1234, np.int64))
-    _both(lambda s: pm.fast.rope(x, dims, offset=one, stream=s, **kw), dtype, 4)
+    _both(lambda s: pm.fast.rope(x, dims, offset=one, stream=s, **kw), dtype, rs)
     f = _arr((rng.random(dims // 2) * 10 + 1).astype(np.float32))
     _both(lambda s: pm.fast.rope(x, dims, traditional=traditional, base=None, scale=1.0,
-                                 offset=3, freqs=f, stream=s), dtype, 4)
+                                 offset=3, freqs=f, stream=s), dtype, rs)
 
 
 def test_rope_gpu_non_contiguous():
