@@ -146,9 +146,20 @@ SDPA_SHAPES = [
 ]
 
 
+@pytest.fixture(params=["mma", "simt"])
+def sdpa_path(request, monkeypatch):
+    """16-bit attention on the tensor cores (sm_80+) and on the SIMT tiled kernel."""
+    from pycudamlx.backend.cuda import fast
+
+    monkeypatch.setattr(fast, "USE_MMA", request.param == "mma")
+    return request.param
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("shape", SDPA_SHAPES)
-def test_sdpa_gpu(dtype, shape):
+def test_sdpa_gpu(dtype, shape, sdpa_path):
+    if dtype == "float32" and sdpa_path == "mma":
+        pytest.skip("float32 attention has no tensor-core path")
     B, Hq, Hkv, Tq, Tk, D, Dv = shape
     q, k, v = _qkv(B, Hq, Hkv, Tq, Tk, D, Dv, dtype)
     sc = 1.0 / max(D, 1) ** 0.5
@@ -161,6 +172,30 @@ def test_sdpa_gpu(dtype, shape):
     _both(lambda s: f(q, k, v, scale=sc, mask=am, stream=s), dtype, 3)
     sk = _arr(rng.standard_normal(Hq).astype(np.float32), dtype)
     _both(lambda s: f(q, k, v, scale=sc, mask="causal", sinks=sk, stream=s), dtype, 3)
+
+
+def test_sdpa_gpu_kernel_choice(gpu_device):
+    from pycudamlx.backend.cuda import fast
+
+    major = gpu_device.properties.compute_capability[0]
+    assert fast.sdpa_kernel_kind(128, 128, pm.bfloat16, gpu_device) == (
+        "mma" if major >= 8 else "tiled")
+    assert fast.sdpa_kernel_kind(128, 128, pm.float32, gpu_device) == "tiled"
+    assert fast.sdpa_kernel_kind(128, 64, pm.float16, gpu_device) == "generic"
+    assert fast.sdpa_kernel_kind(64, 64, pm.float64, gpu_device) == "generic"
+
+
+def test_sdpa_gpu_mma_long_and_strided(sdpa_path):
+    """Long causal rows over many key tiles; strided q (no 16-byte path) and contiguous k, v."""
+    base = rng.standard_normal((2, 700, 4, 128)).astype(np.float32)
+    qt = _arr(base, "bfloat16").transpose(0, 2, 1, 3)
+    k = _arr(rng.standard_normal((2, 2, 700, 128)).astype(np.float32), "bfloat16")
+    _both(lambda s: pm.fast.scaled_dot_product_attention(qt, k, k, scale=0.09, mask="causal",
+                                                         stream=s), "bfloat16", 3)
+    q, k, v = _qkv(1, 8, 2, 129, 1000, 64, 64, "float16")
+    am = _arr(rng.standard_normal((129, 1000)).astype(np.float32), "float16")
+    _both(lambda s: pm.fast.scaled_dot_product_attention(q, k, v, scale=0.125, mask=am,
+                                                         stream=s), "float16", 3)
 
 
 def test_sdpa_gpu_float64_and_strided():

@@ -18,7 +18,7 @@ from .stream import CudaStream
 _module = compiler.module_for
 _NORM_CACHE = 4  # fast_norm.cu NORM_CACHE
 _MAX_GRID_Y = 65535
-_SDPA_ARGS = struct.Struct("<20qdf11i")
+_SDPA_ARGS = struct.Struct("<20qdf13i")
 assert _SDPA_ARGS.size == registry.SDPA_ARGS_BYTES
 
 _plans: dict[tuple, tuple] = {}
@@ -118,6 +118,30 @@ def rope(x: Any, offset: Any | None, freqs: Any | None, dims: int, traditional: 
     return out
 
 
+#: Set to False to keep attention off the tensor cores (tests compare both paths).
+USE_MMA = True
+
+
+def sdpa_kernel_kind(Dk: int, Dv: int, dtype: dt.Dtype, device: Any) -> str:
+    """"mma" (tensor cores: 16-bit floats on sm_80+), "tiled" (SIMT, float32 or older GPUs) or
+    "generic" (any head dims, float64)."""
+    if Dk != Dv or Dk not in registry.SDPA_TILED_DIMS or dtype.name == "float64":
+        return "generic"
+    major, _ = device.properties.compute_capability
+    if USE_MMA and dtype.name in registry.SDPA_MMA_DTYPES and major >= 8:
+        return "mma"
+    return "tiled"
+
+
+def _rows_16b(x: Any) -> bool:
+    """Every (batch, head, token) row of x starts 16-byte aligned and its dims are contiguous."""
+    if x.strides[3] != 1 and x.shape[3] > 1:
+        return False
+    if _ptr(x) % 16:
+        return False
+    return all(s % 8 == 0 for s, e in zip(x.strides[:3], x.shape[:3]) if e > 1)
+
+
 def sdpa(q: Any, k: Any, v: Any, mask: Any | None, mask_kind: int, sinks: Any | None,
          scale: float, causal: bool, masked_value: float, out_dtype: dt.Dtype,
          stream: CudaStream) -> Any:
@@ -130,14 +154,26 @@ def sdpa(q: Any, k: Any, v: Any, mask: Any | None, mask_kind: int, sinks: Any | 
     if Tk == 0:  # softmax over no keys, then a sum over no values: zeros
         _fill(out, bytes(out_dtype.size), stream)
         return out
-    mod = _module(registry.sdpa_module, (out_dtype.name,), stream.device)
-    tiled = (Dk == Dv and Dk in registry.SDPA_TILED_DIMS and out_dtype.name != "float64")
-    if tiled:
-        kernel = mod.kernel_list[1 + registry.SDPA_TILED_DIMS.index(Dk)]
-        gx, gz = -(-Tq // 16), 1
+    kind = sdpa_kernel_kind(Dk, Dv, out_dtype, stream.device)
+    vec = 0
+    if kind == "mma":
+        mma = _module(registry.sdpa_mma_module, (out_dtype.name, Dk), stream.device)
+        if mma.origin == "shipped":  # compute_70 PTX: the tensor-core code is compiled out
+            kind = "tiled"
+    if kind == "mma":
+        kernel = mma.kernel_list[0]
+        gx, gz = -(-Tq // 64), 1
+        for bit, x in ((1, q), (2, k), (4, v)):
+            if _rows_16b(x):
+                vec |= bit
     else:
-        kernel = mod.kernel_list[0]
-        gx, gz = -(-Tq // 4), -(-Dv // 128)
+        mod = _module(registry.sdpa_module, (out_dtype.name,), stream.device)
+        if kind == "tiled":
+            kernel = mod.kernel_list[1 + registry.SDPA_TILED_DIMS.index(Dk)]
+            gx, gz = -(-Tq // 16), 1
+        else:
+            kernel = mod.kernel_list[0]
+            gx, gz = -(-Tq // 4), -(-Dv // 128)
     mp = _ptr(mask) if mask is not None else 0
     ms = tuple(mask.strides) if mask is not None else (0, 0, 0, 0)
     sp = 0
@@ -150,7 +186,7 @@ def sdpa(q: Any, k: Any, v: Any, mask: Any | None, mask_kind: int, sinks: Any | 
         gy = min(_MAX_GRID_Y, bh_total - base)
         args = _SDPA_ARGS.pack(*q.strides, *k.strides, *v.strides, *out.strides, *ms,
                                float(masked_value), float(scale), B, Hq, Hkv, Tq, Tk, Dk, Dv,
-                               mask_kind, int(causal), int(sinks is not None), base)
+                               mask_kind, int(causal), int(sinks is not None), base, vec, 0)
         kernel((gx, gy, gz), 128, stream, qp, kp, vp, mp, sp, op, args)
     _record_write(out, stream)
     return out

@@ -24,6 +24,8 @@ struct SdpaArgs {
   int32_t B, Hq, Hkv, Tq, Tk, Dk, Dv;
   int32_t mask_kind;                          // 0 none, 1 bool, 2 additive (dtype T)
   int32_t causal, has_sinks, bh_base;         // bh_base: first batch*head of this launch
+  int32_t vec;                                // sdpa_mma: 16-byte loads of q (1), k (2), v (4)
+  int32_t pad;
 };
 
 template <typename C> PCM_DEVICE C sdpa_warp_max(C v) {
@@ -243,4 +245,225 @@ sdpa_generic(const T* __restrict__ q, const T* __restrict__ k, const T* __restri
     const int d = d0 + lane + 32 * x;
     if (d < a.Dv) orow[d * a.os[3]] = cast<T>(acc[x] / l);
   }
+}
+
+// ---- tensor cores (sm_80+): 16-bit q, k, v; Dk == Dv == D in {64, 80, 96, 128} -------------
+//
+// sdpa_mma<T, D>: FlashAttention-2's forward pass on mma.sync.m16n8k16 (float32 accumulate).
+// A block of 4 warps takes 64 queries of one (batch, head); each warp owns 16 query rows. K and
+// V move through shared memory in tiles of 64 keys (16-byte loads when the head dim is
+// contiguous and aligned). S = Q K^T stays in registers (the accumulator layout of 8 n-tiles),
+// the online softmax works on rows shared by the 4 lanes of a quad, and P is re-packed straight
+// into A fragments for P V. Row sums stay per lane until the end (one quad reduction).
+
+template <typename T> struct MmaOp;
+template <> struct MmaOp<__half> {
+  static PCM_DEVICE void run(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+  }
+  static PCM_DEVICE uint32_t pack(float lo, float hi) {
+    return (uint32_t)float_to_half(lo).bits | ((uint32_t)float_to_half(hi).bits << 16);
+  }
+};
+template <> struct MmaOp<__nv_bfloat16> {
+  static PCM_DEVICE void run(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+  }
+  static PCM_DEVICE uint32_t pack(float lo, float hi) {
+    return (uint32_t)float_to_bf16(lo).bits | ((uint32_t)float_to_bf16(hi).bits << 16);
+  }
+};
+
+// rows x D tile of 16-bit values from global (strides st: token, dim) into shared (row pitch P).
+template <int ROWS, int D, int P>
+PCM_DEVICE void sdpa_load_tile(uint16_t (*dst)[P], const uint16_t* src, int64_t t0, int64_t T_,
+                               int64_t st, int64_t sd, bool vec) {
+  if (vec) {  // 8 elements (16 bytes) at a time: sd == 1, every row start 16-byte aligned
+    constexpr int C8 = D / 8;
+    for (int e = threadIdx.x; e < ROWS * C8; e += 128) {
+      const int r = e / C8, c = (e - r * C8) * 8;
+      const int64_t t = t0 + r;
+      uint4 val = make_uint4(0u, 0u, 0u, 0u);
+      if (t < T_) val = *reinterpret_cast<const uint4*>(src + t * st + c);
+      *reinterpret_cast<uint4*>(&dst[r][c]) = val;
+    }
+  } else {
+    for (int e = threadIdx.x; e < ROWS * D; e += 128) {
+      const int r = e / D, c = e - r * D;
+      const int64_t t = t0 + r;
+      dst[r][c] = t < T_ ? src[t * st + c * sd] : (uint16_t)0;
+    }
+  }
+}
+
+template <typename T, int D>
+__global__ void __launch_bounds__(128)
+sdpa_mma(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+         const void* __restrict__ mask, const T* __restrict__ sinks, T* __restrict__ out,
+         SdpaArgs a) {
+#if __CUDA_ARCH__ >= 800
+  constexpr int BQ = 64, BK = 64, P = D + 8, KS = D / 16, NT = BK / 8, DT = D / 8;
+  __shared__ __align__(16) uint16_t Ks[BK][P];
+  __shared__ __align__(16) uint16_t Vs[BK][P];
+  const float NEG_INF = -__int_as_float(0x7f800000);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, tig = lane & 3;
+  const int bh = a.bh_base + blockIdx.y;
+  const int b = bh / a.Hq, h = bh - b * a.Hq;
+  const int hk = h / (a.Hq / a.Hkv);
+  const int64_t i0 = (int64_t)blockIdx.x * BQ;
+  const uint16_t* qb = reinterpret_cast<const uint16_t*>(q) + b * a.qs[0] + h * a.qs[1];
+  const uint16_t* kb = reinterpret_cast<const uint16_t*>(k) + b * a.ks[0] + hk * a.ks[1];
+  const uint16_t* vb = reinterpret_cast<const uint16_t*>(v) + b * a.vs[0] + hk * a.vs[1];
+
+  // Q fragments, staged through Ks.
+  sdpa_load_tile<BQ, D, P>(Ks, qb + i0 * a.qs[2], 0, a.Tq - i0, a.qs[2], a.qs[3], a.vec & 1);
+  __syncthreads();
+  uint32_t qf[KS][4];
+  const int r0 = warp * 16 + g;
+#pragma unroll
+  for (int kk = 0; kk < KS; ++kk) {
+    const int c = kk * 16 + tig * 2;
+    qf[kk][0] = *reinterpret_cast<const uint32_t*>(&Ks[r0][c]);
+    qf[kk][1] = *reinterpret_cast<const uint32_t*>(&Ks[r0 + 8][c]);
+    qf[kk][2] = *reinterpret_cast<const uint32_t*>(&Ks[r0][c + 8]);
+    qf[kk][3] = *reinterpret_cast<const uint32_t*>(&Ks[r0 + 8][c + 8]);
+  }
+
+  float o[DT][4];
+#pragma unroll
+  for (int x = 0; x < DT; ++x) o[x][0] = o[x][1] = o[x][2] = o[x][3] = 0.0f;
+  const float sink = a.has_sinks ? to_compute(sinks[h]) : NEG_INF;
+  float m[2] = {sink, sink};
+  // per-lane partial row sums; the sink's exp(sink - m) = 1 is counted once, by lane tig 0
+  float l[2];
+  l[0] = l[1] = (a.has_sinks && tig == 0) ? 1.0f : 0.0f;
+  const int64_t rows[2] = {i0 + r0, i0 + r0 + 8};
+
+  const int64_t koff = (int64_t)a.Tk - a.Tq;
+  int64_t kend = a.Tk;
+  if (a.causal && i0 + koff >= 0) {
+    const int64_t last = i0 + BQ + koff;
+    if (last < kend) kend = last;
+  }
+
+  for (int64_t j0 = 0; j0 < kend; j0 += BK) {
+    __syncthreads();  // the previous tile (or the Q staging) is consumed
+    sdpa_load_tile<BK, D, P>(Ks, kb, j0, a.Tk, a.ks[2], a.ks[3], a.vec & 2);
+    sdpa_load_tile<BK, D, P>(Vs, vb, j0, a.Tk, a.vs[2], a.vs[3], a.vec & 4);
+    __syncthreads();
+
+    float s[NT][4];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < KS; ++kk) {
+        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(&Ks[nt * 8 + g][kk * 16 + tig * 2]);
+        const uint32_t b1 =
+            *reinterpret_cast<const uint32_t*>(&Ks[nt * 8 + g][kk * 16 + 8 + tig * 2]);
+        MmaOp<T>::run(s[nt], qf[kk], b0, b1);
+      }
+    }
+
+    // Masks only where they can act: a mask array, the last (partial) key tile, or a tile
+    // that crosses the causal diagonal of some row of the block.
+    const bool masked = a.mask_kind != 0 || j0 + BK > a.Tk ||
+                        (a.causal && j0 + BK - 1 > i0 + koff);
+    float mt[2] = {NEG_INF, NEG_INF};
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float sc = s[nt][e] * a.scale;
+        if (masked) {
+          const int64_t i = rows[e >> 1];
+          const int64_t j = j0 + nt * 8 + tig * 2 + (e & 1);
+          if (j >= a.Tk) {
+            sc = NEG_INF;
+          } else if (i < a.Tq) {
+            sc = sdpa_mask<T, float>(sc, mask, a, b, h, i, j);
+          }
+        }
+        s[nt][e] = sc;
+        mt[e >> 1] = fmaxf(mt[e >> 1], sc);
+      }
+    }
+    float alpha[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mt[r] = fmaxf(mt[r], __shfl_xor_sync(SDPA_FULL, mt[r], 1));
+      mt[r] = fmaxf(mt[r], __shfl_xor_sync(SDPA_FULL, mt[r], 2));
+      const float mn = fmaxf(m[r], mt[r]);
+      alpha[r] = mn == NEG_INF ? 1.0f : expf(m[r] - mn);
+      m[r] = mn;
+      l[r] *= alpha[r];
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float mn = m[e >> 1];
+        const float p = mn == NEG_INF ? 0.0f : expf(s[nt][e] - mn);
+        s[nt][e] = p;
+        l[e >> 1] += p;
+      }
+    }
+#pragma unroll
+    for (int x = 0; x < DT; ++x) {
+      o[x][0] *= alpha[0];
+      o[x][1] *= alpha[0];
+      o[x][2] *= alpha[1];
+      o[x][3] *= alpha[1];
+    }
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk) {
+      uint32_t pa[4];
+      pa[0] = MmaOp<T>::pack(s[2 * kk][0], s[2 * kk][1]);
+      pa[1] = MmaOp<T>::pack(s[2 * kk][2], s[2 * kk][3]);
+      pa[2] = MmaOp<T>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      pa[3] = MmaOp<T>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+      const int kr = kk * 16 + tig * 2;
+#pragma unroll
+      for (int x = 0; x < DT; ++x) {
+        const int c = x * 8 + g;
+        const uint32_t b0 = (uint32_t)Vs[kr][c] | ((uint32_t)Vs[kr + 1][c] << 16);
+        const uint32_t b1 = (uint32_t)Vs[kr + 8][c] | ((uint32_t)Vs[kr + 9][c] << 16);
+        MmaOp<T>::run(o[x], pa, b0, b1);
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(SDPA_FULL, l[r], 1);
+    l[r] += __shfl_xor_sync(SDPA_FULL, l[r], 2);
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t i = rows[r];
+    if (i >= a.Tq) continue;
+    T* orow = out + b * a.os[0] + h * a.os[1] + i * a.os[2];
+#pragma unroll
+    for (int x = 0; x < DT; ++x) {  // l == 0 (every score -inf) gives NaN, as MLX
+      const int c = x * 8 + tig * 2;
+      orow[c * a.os[3]] = cast<T>(o[x][2 * r] / l[r]);
+      orow[(c + 1) * a.os[3]] = cast<T>(o[x][2 * r + 1] / l[r]);
+    }
+  }
+#else
+  __trap();  // built for an architecture without these tensor-core instructions
+#endif
 }
