@@ -456,7 +456,8 @@ def test_cuda_kernel_source_compiles(nvrtc_lib):
     assert k.shape_infos == [(True, True, False)]
     for dtype in (pm.float16, pm.bfloat16, pm.float32):
         for cg in (True, False):
-            if cg and not custom.has_cooperative_groups():
+            # NVIDIA's cooperative_groups.h is slow to compile: one dtype is enough for it
+            if cg and (dtype is not pm.float16 or not custom.has_cooperative_groups()):
                 continue
             name, text, sig = build_source(
                 "myexp", "", source, ["inp"], [(2, dtype)], ["out"], [dtype],
@@ -464,8 +465,9 @@ def test_cuda_kernel_source_compiles(nvrtc_lib):
                 custom.has_cuda_headers(), cg)
             assert name == f"custom_kernel_myexp_{dtype.name}_0_f"
             assert sig == ("ptr", "bytes:40", "bytes:80", "ptr")
-            entry = custom.compile_source(name, text, name, 75, nvrtc.get_nvrtc())
-            assert name in entry.lowered
+            result = nvrtc.get_nvrtc().compile(name, text, [name],
+                                               custom.options() + ["-arch=compute_75"], False)
+            assert name in result.lowered
 
 
 def test_fast_does_not_hang_real_mlx_edge():
