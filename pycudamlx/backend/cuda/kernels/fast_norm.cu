@@ -35,13 +35,23 @@ PCM_DEVICE float block_sum_f(float v, float* red) {
   return red[0];
 }
 
-// y = round_T(v), then * weight and + bias in T (MLX's fallback order).
-template <typename T>
-PCM_DEVICE T norm_finish(float v, const T* w, const T* b, int64_t idx, int flags) {
-  T y = cast<T>(v);
-  if (flags & 1) y = cast<T>(to_compute(y) * to_compute(w[idx]));
-  if (flags & 2) y = cast<T>(to_compute(y) + to_compute(b[idx]));
-  return y;
+// One pack of outputs: round_T(v), then * weight and + bias in T (MLX's fallback order).
+// Weight and bias are read as packs too (the launcher checks their alignment).
+template <typename T, int VEC>
+PCM_DEVICE Pack<T, VEC> norm_finish(const float* v, const T* w, const T* b, int64_t i,
+                                    int flags) {
+  typedef Pack<T, VEC> P;
+  P o, wv, bv;
+  if (flags & 1) wv = reinterpret_cast<const P*>(w)[i];
+  if (flags & 2) bv = reinterpret_cast<const P*>(b)[i];
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) {
+    T y = cast<T>(v[e]);
+    if (flags & 1) y = cast<T>(to_compute(y) * to_compute(wv.v[e]));
+    if (flags & 2) y = cast<T>(to_compute(y) + to_compute(bv.v[e]));
+    o.v[e] = y;
+  }
+  return o;
 }
 
 // flags: 1 = weight, 2 = bias. LN: layer norm (mean and centred variance), else rms norm.
@@ -113,20 +123,18 @@ __global__ void norm_rows(const T* __restrict__ x, const T* __restrict__ w,
     for (int k = 0; k < NORM_CACHE; ++k) {
       const int64_t i = threadIdx.x + (int64_t)k * blockDim.x;
       if (i < nv) {
-        P o;
+        float y[VEC];
 #pragma unroll
-        for (int e = 0; e < VEC; ++e)
-          o.v[e] = norm_finish<T>((c[k][e] - mean) * inv, w, b, i * VEC + e, flags);
-        orow[i] = o;
+        for (int e = 0; e < VEC; ++e) y[e] = (c[k][e] - mean) * inv;
+        orow[i] = norm_finish<T, VEC>(y, w, b, i, flags);
       }
     }
     for (int64_t i = threadIdx.x + (int64_t)NORM_CACHE * blockDim.x; i < nv; i += blockDim.x) {
       P p = xr[i];
-      P o;
+      float y[VEC];
 #pragma unroll
-      for (int e = 0; e < VEC; ++e)
-        o.v[e] = norm_finish<T>((cast<float>(p.v[e]) - mean) * inv, w, b, i * VEC + e, flags);
-      orow[i] = o;
+      for (int e = 0; e < VEC; ++e) y[e] = (cast<float>(p.v[e]) - mean) * inv;
+      orow[i] = norm_finish<T, VEC>(y, w, b, i, flags);
     }
   }
 }
