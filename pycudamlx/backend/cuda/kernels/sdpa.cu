@@ -286,19 +286,34 @@ template <> struct MmaOp<__nv_bfloat16> {
   }
 };
 
-// rows x D tile of 16-bit values from global (strides st: token, dim) into shared (row pitch P).
+#if __CUDA_ARCH__ >= 800
+// 16 bytes global -> shared without passing through registers (zeros when !valid).
+PCM_DEVICE void sdpa_cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  const int n = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
+}
+PCM_DEVICE void sdpa_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> PCM_DEVICE void sdpa_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+#endif
+
+// rows x D tile of 16-bit values from global (strides st: token, dim) into shared (row pitch
+// P), rows t0 + r with t0 + r >= T_ zero-filled. With ``vec`` (sd == 1, every row start 16-byte
+// aligned) the copy is issued asynchronously (cp.async, sm_80+) and completes at a later
+// sdpa_cp_wait; otherwise it is done when this returns.
 template <int ROWS, int D, int P>
 PCM_DEVICE void sdpa_load_tile(uint16_t (*dst)[P], const uint16_t* src, int64_t t0, int64_t T_,
                                int64_t st, int64_t sd, bool vec) {
-  if (vec) {  // 8 elements (16 bytes) at a time: sd == 1, every row start 16-byte aligned
+  if (vec) {
+#if __CUDA_ARCH__ >= 800
     constexpr int C8 = D / 8;
     for (int e = threadIdx.x; e < ROWS * C8; e += 128) {
       const int r = e / C8, c = (e - r * C8) * 8;
       const int64_t t = t0 + r;
-      uint4 val = make_uint4(0u, 0u, 0u, 0u);
-      if (t < T_) val = *reinterpret_cast<const uint4*>(src + t * st + c);
-      *reinterpret_cast<uint4*>(&dst[r][c]) = val;
+      const bool ok = t < T_;
+      sdpa_cp_async16(&dst[r][c], src + (ok ? t : t0) * st + c, ok);
     }
+#endif
   } else {
     for (int e = threadIdx.x; e < ROWS * D; e += 128) {
       const int r = e / D, c = e - r * D;
@@ -330,6 +345,8 @@ sdpa_mma(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__
 
   // Q fragments, staged through Ks.
   sdpa_load_tile<BQ, D, P>(Ks, qb + i0 * a.qs[2], 0, a.Tq - i0, a.qs[2], a.qs[3], a.vec & 1);
+  sdpa_cp_commit();
+  sdpa_cp_wait<0>();
   __syncthreads();
   uint32_t qf[KS][4];
   const int r0 = warp * 16 + g;
@@ -359,10 +376,15 @@ sdpa_mma(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__
     if (last < kend) kend = last;
   }
 
+  // Pipeline: K(j+1) loads while P V(j) computes, V(j) loads while S(j) and the softmax do.
+  // Copy groups are committed in the order K0, V0, K1, V1, ...
+  __syncthreads();  // every warp holds its Q fragments: Ks may be overwritten
+  sdpa_load_tile<BK, D, P>(Ks, kb, 0, a.Tk, a.ks[2], a.ks[3], a.vec & 2);
+  sdpa_cp_commit();
+  sdpa_load_tile<BK, D, P>(Vs, vb, 0, a.Tk, a.vs[2], a.vs[3], a.vec & 4);
+  sdpa_cp_commit();
   for (int64_t j0 = 0; j0 < kend; j0 += BK) {
-    __syncthreads();  // the previous tile (or the Q staging) is consumed
-    sdpa_load_tile<BK, D, P>(Ks, kb, j0, a.Tk, a.ks[2], a.ks[3], a.vec & 2);
-    sdpa_load_tile<BK, D, P>(Vs, vb, j0, a.Tk, a.vs[2], a.vs[3], a.vec & 4);
+    sdpa_cp_wait<1>();  // K(j) has landed (V(j) may still be in flight)
     __syncthreads();
 
     float s[NT][4];
@@ -377,6 +399,11 @@ sdpa_mma(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__
         MmaOp<T>::run(s[nt], qf[kk], b0, b1);
       }
     }
+
+    __syncthreads();  // every warp is done with K(j)
+    const bool more = j0 + BK < kend;
+    if (more) sdpa_load_tile<BK, D, P>(Ks, kb, j0 + BK, a.Tk, a.ks[2], a.ks[3], a.vec & 2);
+    sdpa_cp_commit();  // an empty group when there is no next tile keeps the count simple
 
     // Masks only where they can act: a mask array, the last (partial) key tile, or a tile
     // that crosses the causal diagonal of some row of the block.
@@ -428,6 +455,8 @@ sdpa_mma(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__
       o[x][2] *= alpha[1];
       o[x][3] *= alpha[1];
     }
+    sdpa_cp_wait<1>();  // V(j) has landed (K(j+1) may still be in flight)
+    __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < BK / 16; ++kk) {
       uint32_t pa[4];
@@ -444,7 +473,11 @@ sdpa_mma(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__
         MmaOp<T>::run(o[x], pa, b0, b1);
       }
     }
+    __syncthreads();  // every warp is done with V(j)
+    if (more) sdpa_load_tile<BK, D, P>(Vs, vb, j0 + BK, a.Tk, a.vs[2], a.vs[3], a.vec & 4);
+    sdpa_cp_commit();
   }
+  sdpa_cp_wait<0>();
 
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
