@@ -470,6 +470,14 @@ def test_cuda_kernel_source_compiles(nvrtc_lib):
             assert name in result.lowered
 
 
+def test_sdpa_zero_kv_heads_is_an_error():
+    """MLX 0.32.4 dies of SIGFPE (n_heads % 0); we raise its own error for a bad head count."""
+    for hq in (0, 2):
+        with pytest.raises(ValueError, match="n_heads must be a multiple of n_kv_heads"):
+            pm.fast.scaled_dot_product_attention(pm.ones((1, hq, 2, 4)), pm.ones((1, 0, 3, 4)),
+                                                 pm.ones((1, 0, 3, 4)), scale=1.0)
+
+
 def test_fast_does_not_hang_real_mlx_edge():
     """An empty key sequence: MLX's CPU result is not reliably initialised; ours is zeros."""
     code = ("import mlx.core as mx; o = mx.fast.scaled_dot_product_attention(mx.ones((1,1,2,4)),"
