@@ -39,6 +39,13 @@ _PRELUDE_HEADERS = """\
 #include <cuda_bf16.h>
 """
 
+# Without NVIDIA's runtime headers: 16-bit floats as storage-only types (kernels that only move
+# them compile; arithmetic on them needs cuda_fp16.h / cuda_bf16.h, from nvidia-cuda-runtime).
+_PRELUDE_NO_HEADERS = """\
+struct __align__(2) __half { unsigned short __x; };
+struct __align__(2) __nv_bfloat16 { unsigned short __x; };
+"""
+
 _PRELUDE_CG = """\
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
@@ -156,7 +163,7 @@ def build_source(name: str, header: str, source: str, input_names: Sequence[str]
     for oname, dtype in zip(output_names, output_dtypes):
         params.append(f"    {CUDA_TYPES[dtype.name]}* {oname}")
         sig.append("ptr")
-    prelude = ((_PRELUDE_HEADERS if cuda_headers else "")
+    prelude = ((_PRELUDE_HEADERS if cuda_headers else _PRELUDE_NO_HEADERS)
                + (_PRELUDE_CG if cooperative_groups else _PRELUDE_CG_SUBSET) + _PRELUDE_TYPES)
     text = (prelude + header + "\n\n__global__ void " + kname + "(\n" + ",\n".join(params)
             + ") {\n" + (decls + "\n" if decls else "") + source + "\n}\n")
