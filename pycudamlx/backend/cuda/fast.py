@@ -142,18 +142,12 @@ def _rows_16b(x: Any) -> bool:
     return all(s % 8 == 0 for s, e in zip(x.strides[:3], x.shape[:3]) if e > 1)
 
 
-def sdpa(q: Any, k: Any, v: Any, mask: Any | None, mask_kind: int, sinks: Any | None,
-         scale: float, causal: bool, masked_value: float, out_dtype: dt.Dtype,
-         stream: CudaStream) -> Any:
-    """Fused attention. ``mask`` is broadcast to (B, Hq, Tq, Tk) (zero strides allowed)."""
+def _sdpa_plan(q: Any, k: Any, v: Any, ms: tuple, mask_kind: int, causal: bool,
+               has_sinks: bool, scale: float, masked_value: float, out_dtype: dt.Dtype,
+               stream: CudaStream) -> tuple:
+    """(kernel, [(grid, packed SdpaArgs)]) for one attention configuration."""
     B, Hq, Tq, Dk = q.shape
     Hkv, Tk, Dv = k.shape[1], k.shape[2], v.shape[3]
-    out = gpu_array.empty((B, Hq, Tq, Dv), out_dtype, stream)
-    if out.size == 0:
-        return out
-    if Tk == 0:  # softmax over no keys, then a sum over no values: zeros
-        _fill(out, bytes(out_dtype.size), stream)
-        return out
     kind = sdpa_kernel_kind(Dk, Dv, out_dtype, stream.device)
     vec = 0
     if kind == "mma":
@@ -174,6 +168,30 @@ def sdpa(q: Any, k: Any, v: Any, mask: Any | None, mask_kind: int, sinks: Any | 
         else:
             kernel = mod.kernel_list[0]
             gx, gz = -(-Tq // 4), -(-Dv // 128)
+    out_strides = gpu_array.contiguous_strides((B, Hq, Tq, Dv))
+    launches = []
+    bh_total = B * Hq
+    for base in range(0, bh_total, _MAX_GRID_Y):
+        gy = min(_MAX_GRID_Y, bh_total - base)
+        args = _SDPA_ARGS.pack(*q.strides, *k.strides, *v.strides, *out_strides, *ms,
+                               float(masked_value), float(scale), B, Hq, Hkv, Tq, Tk, Dk, Dv,
+                               mask_kind, int(causal), int(has_sinks), base, vec, 0)
+        launches.append(((gx, gy, gz), args))
+    return kernel, launches
+
+
+def sdpa(q: Any, k: Any, v: Any, mask: Any | None, mask_kind: int, sinks: Any | None,
+         scale: float, causal: bool, masked_value: float, out_dtype: dt.Dtype,
+         stream: CudaStream) -> Any:
+    """Fused attention. ``mask`` is broadcast to (B, Hq, Tq, Tk) (zero strides allowed)."""
+    B, Hq, Tq, Dk = q.shape
+    Hkv, Tk, Dv = k.shape[1], k.shape[2], v.shape[3]
+    out = gpu_array.empty((B, Hq, Tq, Dv), out_dtype, stream)
+    if out.size == 0:
+        return out
+    if Tk == 0:  # softmax over no keys, then a sum over no values: zeros
+        _fill(out, bytes(out_dtype.size), stream)
+        return out
     mp = _ptr(mask) if mask is not None else 0
     ms = tuple(mask.strides) if mask is not None else (0, 0, 0, 0)
     sp = 0
@@ -181,12 +199,18 @@ def sdpa(q: Any, k: Any, v: Any, mask: Any | None, mask_kind: int, sinks: Any | 
         sinks = contiguous(sinks, stream)
         sp = _ptr(sinks)
     qp, kp, vp, op = _ptr(q), _ptr(k), _ptr(v), _ptr(out)
-    bh_total = B * Hq
-    for base in range(0, bh_total, _MAX_GRID_Y):
-        gy = min(_MAX_GRID_Y, bh_total - base)
-        args = _SDPA_ARGS.pack(*q.strides, *k.strides, *v.strides, *out.strides, *ms,
-                               float(masked_value), float(scale), B, Hq, Hkv, Tq, Tk, Dk, Dv,
-                               mask_kind, int(causal), int(sinks is not None), base, vec, 0)
-        kernel((gx, gy, gz), 128, stream, qp, kp, vp, mp, sp, op, args)
+    key = ("sdpa", out_dtype, q.shape, q.strides, k.shape, k.strides, v.shape, v.strides, ms,
+           mask_kind, bool(causal), sinks is not None, float(scale), float(masked_value),
+           (qp & 15, kp & 15, vp & 15), USE_MMA, stream.device.index)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _sdpa_plan(q, k, v, ms, mask_kind, causal, sinks is not None, scale,
+                          masked_value, out_dtype, stream)
+        if len(_plans) > 4096:
+            _plans.clear()
+        _plans[key] = plan
+    kernel, launches = plan
+    for grid, args in launches:
+        kernel(grid, 128, stream, qp, kp, vp, mp, sp, op, args)
     _record_write(out, stream)
     return out
