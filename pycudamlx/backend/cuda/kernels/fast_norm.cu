@@ -67,17 +67,17 @@ __global__ void norm_rows(const T* __restrict__ x, const T* __restrict__ w,
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const P* xr = reinterpret_cast<const P*>(x + row * n);
     P* orow = reinterpret_cast<P*>(out + row * n);
-    float c[NORM_CACHE][VEC];
+    P c[NORM_CACHE];  // kept in storage form: half the registers of float for 16-bit types
     float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < NORM_CACHE; ++k) {
       const int64_t i = threadIdx.x + (int64_t)k * blockDim.x;
       if (i < nv) {
-        P p = xr[i];
+        c[k] = xr[i];
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-          c[k][e] = cast<float>(p.v[e]);
-          s += LN ? c[k][e] : c[k][e] * c[k][e];
+          const float f = cast<float>(c[k].v[e]);
+          s += LN ? f : f * f;
         }
       }
     }
@@ -100,7 +100,7 @@ __global__ void norm_rows(const T* __restrict__ x, const T* __restrict__ w,
         if (i < nv) {
 #pragma unroll
           for (int e = 0; e < VEC; ++e) {
-            const float d = c[k][e] - mean;
+            const float d = cast<float>(c[k].v[e]) - mean;
             q += d * d;
           }
         }
@@ -125,7 +125,7 @@ __global__ void norm_rows(const T* __restrict__ x, const T* __restrict__ w,
       if (i < nv) {
         float y[VEC];
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) y[e] = (c[k][e] - mean) * inv;
+        for (int e = 0; e < VEC; ++e) y[e] = (cast<float>(c[k].v[e]) - mean) * inv;
         orow[i] = norm_finish<T, VEC>(y, w, b, i, flags);
       }
     }
