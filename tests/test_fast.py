@@ -96,6 +96,14 @@ def test_layer_norm_matches_mlx(dtype, shape):
     w = rng.standard_normal(shape[-1:]).astype(np.float32)
     bias = rng.standard_normal(shape[-1:]).astype(np.float32)
     (a, b), (wa, wb), (ba, bb) = _pair(x, dtype), _pair(w, dtype), _pair(bias, dtype)
+    if shape[-1] == 0:
+        # MLX 0.32.4's CPU layer_norm can spin forever on an empty last axis (seen in a
+        # subprocess: 300 calls never finish), so it is not run here; ours is the empty result
+        for args in ((wa, ba), (None, None)):
+            out = pm.fast.layer_norm(a, *args, 1e-5)
+            assert out.shape == shape and out.dtype == getattr(pm, dtype)
+            assert np.array(out.astype(pm.float32)).size == 0
+        return
     for args_a, args_b in (((wa, ba), (wb, bb)), ((None, ba), (None, bb)),
                            ((wa, None), (wb, None)), ((None, None), (None, None))):
         _close(pm.fast.layer_norm(a, *args_a, 1e-5), M.fast.layer_norm(b, *args_b, 1e-5),
