@@ -321,8 +321,11 @@ def test_cache_warm_dtype_sets():
     every = {s.name for s in cli._warm_modules("all")}
     common = {s.name for s in cli._warm_modules("common")}
     uncommon = {s.name for s in cli._warm_modules("uncommon")}
+    shipped = {s.name for s in registry.shipped_modules(registry.COMMON_DTYPES)}
     assert common == {s.name for s in registry.builtin_modules(registry.COMMON_DTYPES)}
-    assert common | uncommon == every and not common & uncommon
+    # "uncommon" is what kernels_ptx/ lacks: other dtypes, and modules for newer architectures
+    assert uncommon == every - shipped and common | uncommon == every
+    assert "gemm_mma.float16" in uncommon
     assert "copy.float32.float64" in uncommon and "binary.add.float64" in uncommon
 
 

@@ -27,6 +27,7 @@ from .printing import *  # noqa: F401,F403,E402
 from .interop import *  # noqa: F401,F403,E402
 from .memory import *  # noqa: F401,F403,E402
 from . import cuda, metal  # noqa: F401,E402
+from . import fast  # noqa: F401,E402
 from .shape import *  # noqa: F401,F403,E402
 from .indexing import *  # noqa: F401,F403,E402
 from .matmul import *  # noqa: F401,F403,E402

@@ -620,6 +620,62 @@ def reduce_modules(dtypes: Sequence[str]) -> list[ModuleSpec]:
     """The reduction family's modules for ``dtypes``."""
     return [m for d in dtypes for m in (reduce_module(d), scan_module(d))]
 
+# mx.fast: row norms and rope (fast_norm.cu); attention (sdpa.cu).
+
+#: dtypes the mx.fast kernels take (MLX's floating dtypes).
+FAST_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64")
+#: head dims of the tiled attention kernel (Dk == Dv); others take sdpa_generic.
+SDPA_TILED_DIMS: tuple[int, ...] = (64, 80, 96, 128)
+#: sizeof(SdpaArgs) in sdpa.cu: 20 int64 strides, a double, a float, 13 int32.
+SDPA_ARGS_BYTES = 20 * 8 + 8 + 4 + 13 * 4
+_SDPA_SIG = ("ptr",) * 6 + (f"bytes:{SDPA_ARGS_BYTES}",)
+
+
+@functools.lru_cache(maxsize=None)
+def fast_norm_module(dtype: str) -> ModuleSpec:
+    """rms_norm / layer_norm (16-byte packs and scalar) and rope for one floating dtype."""
+    t = _ctype(dtype)
+    n = vector_width(dtype)
+    norm = ("ptr", "ptr", "ptr", "ptr", "i64", "i64", "f32", "i32")
+    kernels = tuple(KernelSpec(f"norm_rows<{t}, {w}, {ln}>", norm)
+                    for ln in ("false", "true") for w in (n, 1))
+    kernels += (KernelSpec(f"rope<{t}>", ("ptr", "ptr", "ptr", "ptr", "i64", "i64", "i64", "i64",
+                                          "i32", "i32", "i32", "f32", "f32", "i32")),)
+    return ModuleSpec(f"fast_norm.{dtype}", "fast_norm", _program("fast_norm.cu"), kernels,
+                      (dtype,))
+
+
+@functools.lru_cache(maxsize=None)
+def sdpa_module(dtype: str) -> ModuleSpec:
+    """Attention for one floating dtype: the generic kernel, then the tiled ones (16/32-bit
+    floats) in SDPA_TILED_DIMS order."""
+    t = _ctype(dtype)
+    kernels = (KernelSpec(f"sdpa_generic<{t}>", _SDPA_SIG),)
+    if dtype != "float64":
+        kernels += tuple(KernelSpec(f"sdpa_tiled<{t}, {d}>", _SDPA_SIG) for d in SDPA_TILED_DIMS)
+    return ModuleSpec(f"sdpa.{dtype}", "sdpa", _program("sdpa.cu"), kernels, (dtype,))
+
+
+#: dtypes of the tensor-core attention kernels.
+SDPA_MMA_DTYPES: tuple[str, ...] = ("float16", "bfloat16")
+
+
+@functools.lru_cache(maxsize=None)
+def sdpa_mma_module(dtype: str, head_dim: int) -> ModuleSpec:
+    """Tensor-core attention (sm_80+) for one 16-bit dtype and head dim: one kernel per module,
+    because each costs seconds of ptxas time cold and a model uses one head dim."""
+    t = _ctype(dtype)
+    kernels = (KernelSpec(f"sdpa_mma<{t}, {head_dim}>", _SDPA_SIG),)
+    return ModuleSpec(f"sdpa_mma.d{head_dim}.{dtype}", "sdpa_mma", _program("sdpa.cu"), kernels,
+                      (dtype,), min_cc=80)
+
+
+def fast_modules(dtypes: Sequence[str]) -> list[ModuleSpec]:
+    modules = [f(d) for d in dtypes if d in FAST_DTYPES for f in (fast_norm_module, sdpa_module)]
+    modules += [sdpa_mma_module(d, hd) for d in dtypes if d in SDPA_MMA_DTYPES
+                for hd in SDPA_TILED_DIMS]
+    return modules
+
 
 def _op_defined(op: optable.ElementwiseOp, dtype: str) -> bool:
     return dt.by_name[dtype].kind in op.families
@@ -655,6 +711,7 @@ def builtin_modules(dtypes: Sequence[str] = COMMON_DTYPES) -> list[ModuleSpec]:
     modules.extend(random_modules(dtypes))
     modules.extend(sort_modules(dtypes))
     modules.extend(reduce_modules(dtypes))
+    modules.extend(fast_modules(dtypes))
     return modules
 
 
