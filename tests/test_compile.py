@@ -1,8 +1,8 @@
 """NVRTC compiles the built-in kernel modules (no GPU needed); compile errors carry NVRTC's log.
 
 Every module is proven once: the shipped ones by kernels_ptx/ (built by NVRTC from the very
-source whose hash ``ptx verify`` checks), the rest here as PTX (one uncommon dtype per kind),
-and one module per family down to machine code (CUBIN for sm_90).
+source whose hash ``ptx verify`` checks), every other one here as PTX, and one module per family
+down to machine code (CUBIN for sm_90).
 
 Tests that need NVRTC skip with the reason where it is missing, and fail instead under
 PYCUDAMLX_REQUIRE_NVRTC=1 (CI), through conftest.require_nvrtc.
@@ -25,22 +25,15 @@ from conftest import REPO, require_nvrtc, subprocess_env
 ELF_MAGIC = b"\x7fELF"
 
 
-#: Uncommon dtypes compiled in CI, one per kind: int8/uint16/uint64 instantiate the same code as
-#: int16/uint32 (only the C type changes), so compiling those too would cost minutes for little.
-KIND_REPRESENTATIVES = ("float64", "complex64", "int16", "uint32")
-
-
 def _not_shipped(modules: list[registry.ModuleSpec]) -> list[registry.ModuleSpec]:
-    """The modules kernels_ptx/ does not vouch for, one uncommon dtype per kind.
+    """The modules kernels_ptx/ does not vouch for.
 
     A shipped module's PTX was built by NVRTC from exactly its current source (``ptx verify``
     compares the hashes, tests/test_ptx.py), so compiling it again here proves nothing new; the
-    other dtypes, and modules for newer architectures (min_cc), are proven only here.
+    other dtypes, and modules for newer architectures (min_cc), are proven here.
     """
     shipped = {s.name for s in registry.shipped_modules()}
-    allowed = set(registry.COMMON_DTYPES) | set(KIND_REPRESENTATIVES)
-    return [s for s in modules if s.name not in shipped
-            and (s.min_cc > registry.SHIPPED_CC or set(s.dtypes) <= allowed)]
+    return [s for s in modules if s.name not in shipped]
 
 
 def _one_per_family(modules: list[registry.ModuleSpec]) -> list[registry.ModuleSpec]:
