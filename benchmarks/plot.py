@@ -24,10 +24,16 @@ def main(src: str, dst: str) -> None:
     doc = json.loads(Path(src).read_text())
     bw = [r for r in doc["rows"] if r["unit"] == "TB/s"]
     ops = [r for r in doc["rows"] if r["unit"] == "us/op"]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.8),
-                                   gridspec_kw={"width_ratios": [len(bw), max(len(ops), 1)]})
+    if ops:
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.8),
+                                       gridspec_kw={"width_ratios": [len(bw), len(ops)]})
+    else:  # a run without the per-op rows: one panel
+        fig, ax1 = plt.subplots(1, 1, figsize=(2.2 * len(bw) + 2, 4.8))
+        ax2 = None
     width = 0.2
     for k, impl in enumerate(IMPLS):
+        if not any(impl in r["results"] for r in doc["rows"]):
+            continue  # not measured in this run: no legend entry
         xs = [i + (k - 1.5) * width for i in range(len(bw))]
         ys = [r["results"].get(impl, 0.0) for r in bw]
         ax1.bar(xs, ys, width, label=impl, color=COLORS[impl])
@@ -38,14 +44,15 @@ def main(src: str, dst: str) -> None:
     ax1.set_ylabel("TB/s (bytes read + written)")
     ax1.set_title("Bandwidth-bound ops (higher is better)")
     ax1.legend(fontsize=7)
-    for k, impl in enumerate(IMPLS):
+    for k, impl in enumerate(IMPLS if ax2 is not None else ()):
         xs = [i + (k - 1.5) * width for i in range(len(ops))]
         ys = [r["results"].get(impl, 0.0) for r in ops]
         ax2.bar(xs, ys, width, color=COLORS[impl])
-    ax2.set_xticks(range(len(ops)))
-    ax2.set_xticklabels(["sync every op", "one sync / 10,000 ops"][:len(ops)], fontsize=8)
-    ax2.set_ylabel("microseconds per op")
-    ax2.set_title("Cost per op, x = x + b\n(lower is better)")
+    if ax2 is not None:
+        ax2.set_xticks(range(len(ops)))
+        ax2.set_xticklabels(["sync every op", "one sync / 10,000 ops"][:len(ops)], fontsize=8)
+        ax2.set_ylabel("microseconds per op")
+        ax2.set_title("Cost per op, x = x + b\n(lower is better)")
     v = doc["versions"]
     fig.suptitle(f"{v.get('gpu')} · driver CUDA {v.get('driver CUDA')} · {doc['date']}",
                  fontsize=9)
