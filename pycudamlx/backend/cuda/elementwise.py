@@ -3,8 +3,10 @@
 Operands are strided views: any object with ``buffer`` (memory.Buffer), ``offset`` (elements),
 ``shape``, ``strides`` (elements; 0 broadcasts, negative flips) and ``dtype`` (with ``name`` and
 ``size``). Outputs of unary/binary/where are contiguous. Each launcher collapses dimensions that
-are contiguous in every operand, takes the vectorised contiguous kernel when all operands are
-dense and 16-byte aligned, and otherwise a strided kernel with 32-bit indexing where it fits.
+are contiguous in every operand, then takes, in order: the vectorised contiguous kernel (all
+operands dense and 16-byte aligned); for binary ops, a row kernel where every operand runs along
+rows densely or not at all (a + row, a + col[:, None]); a tiled kernel where an operand of a 2-D
+launch lies down columns (a.T); otherwise a strided kernel with 32-bit indexing where it fits.
 """
 
 from __future__ import annotations
