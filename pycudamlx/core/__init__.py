@@ -34,3 +34,35 @@ from .matmul import *  # noqa: F401,F403,E402
 from . import random  # noqa: F401,E402
 from .sorting import *  # noqa: F401,F403,E402
 from .reduce import *  # noqa: F401,F403,E402
+from .transforms import *  # noqa: F401,F403,E402
+
+
+class NotYetImplemented(AttributeError):
+    """An mlx.core name pycudamlx does not provide yet. An AttributeError, so ``hasattr`` and
+    feature checks behave as for any missing name, with a message that says what it is."""
+
+
+#: mlx.core names not provided yet, by area (the message names the area).
+_NOT_YET = {
+    "transforms (autodiff and vmap)": ("grad", "value_and_grad", "vjp", "jvp", "vmap",
+                                       "custom_function", "checkpoint"),
+    "convolutions": ("conv1d", "conv2d", "conv3d", "conv_general", "conv_transpose1d",
+                     "conv_transpose2d", "conv_transpose3d", "convolve"),
+    "quantization": ("quantize", "dequantize", "quantized_matmul", "gather_qmm", "gather_qqmm",
+                     "qqmm", "to_fp8", "from_fp8"),
+    "batched and masked matmuls": ("block_masked_mm", "gather_mm", "segmented_mm"),
+    "export": ("export_function", "import_function", "exporter", "export_to_dot",
+               "FunctionExporter"),
+    "other ops": ("hadamard_transform", "depends"),
+    "distributed": ("distributed",),
+}
+_NOT_YET_AREA = {name: area for area, names in _NOT_YET.items() for name in names}
+
+
+def __getattr__(name: str):
+    area = _NOT_YET_AREA.get(name)
+    if area is not None:
+        raise NotYetImplemented(f"mx.{name} is not implemented in pycudamlx yet ({area}); "
+                                "see the project's README for what is")
+    raise AttributeError(f"module 'pycudamlx.core' has no attribute {name!r}")
+
