@@ -34,3 +34,5 @@ from .matmul import *  # noqa: F401,F403,E402
 from . import random  # noqa: F401,E402
 from .sorting import *  # noqa: F401,F403,E402
 from .reduce import *  # noqa: F401,F403,E402
+from . import fft, linalg  # noqa: F401,E402
+from .linalg import norm as matrix_norm  # noqa: F401,E402
