@@ -64,16 +64,19 @@ def _fmt(shape: Sequence[int]) -> str:
 def _dim(a: array, axis: int) -> int:
     """``a.shape(axis)`` as MLX's bindings read it (IndexError when out of range)."""
     if not -a.ndim <= axis < a.ndim:
-        raise IndexError(f"SmallVector out of range: axis {axis} for array with {a.ndim} "
+        raise AxisError(f"SmallVector out of range: axis {axis} for array with {a.ndim} "
                          "dimensions.")
     return a.shape[axis]
 
 
-def _fft_impl(a: array, n: list[int], axes: list[int], real: bool, inverse: bool, norm: str,
-              s: dev.Stream, fn: str) -> array:
+def _check_norm(fn: str, norm: str) -> None:
     if norm not in _NORMS:
         raise ValueError(f"[{fn}] Invalid norm. Expected one of {{'backward', 'ortho', "
                          "'forward'}.")
+
+
+def _fft_impl(a: array, n: list[int], axes: list[int], real: bool, inverse: bool, norm: str,
+              s: dev.Stream, fn: str) -> array:
     if a.ndim < 1:
         raise ValueError("[fftn] Requires array with at least one dimension.")
     if len(n) != len(axes):
@@ -83,7 +86,7 @@ def _fft_impl(a: array, n: list[int], axes: list[int], real: bool, inverse: bool
     valid = []
     for ax in axes:
         if not -a.ndim <= ax < a.ndim:
-            raise ValueError(f"[fftn] Invalid axis {ax} for array with {a.ndim} dimensions.")
+            raise AxisError(f"[fftn] Invalid axis {ax} for array with {a.ndim} dimensions.")
         valid.append(ax + a.ndim if ax < 0 else ax)
     if len(set(valid)) != len(valid):
         raise ValueError(f"[fftn] Duplicated axis received {_fmt(axes)}")
@@ -122,6 +125,7 @@ def _one(fn: str, a: Any, n: Any, axis: Any, norm: Any, stream: Any, real: bool,
     if not isinstance(a, array) or not (n is None or _is_int(n)) or not _is_int(axis) or \
             not isinstance(norm, str):
         raise _signature_error(fn, a)
+    _check_norm(fn, norm)
     s = dev.resolve_stream(stream)
     if n is None:
         n = _dim(a, axis)
@@ -138,6 +142,7 @@ def _many(fn: str, a: Any, s_: Any, axes: Any, norm: Any, stream: Any, real: boo
     ok_ax = axes is None or (isinstance(axes, (tuple, list)) and all(_is_int(v) for v in axes))
     if not isinstance(a, array) or not ok_s or not ok_ax or not isinstance(norm, str):
         raise _signature_error(fn, a)
+    _check_norm(fn, norm)
     st = dev.resolve_stream(stream)
     if axes is None:
         if s_ is not None:

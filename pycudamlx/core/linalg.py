@@ -195,8 +195,7 @@ def _matrix_norm_str(a: array, ord: str, axis: list[int], keepdims: bool,
 def _check_axes(a: array, axis: list[int]) -> None:
     for ax in axis:
         if not -a.ndim <= ax < a.ndim:
-            raise ValueError(f"[reduce] Received invalid axis {ax} for array with {a.ndim} "
-                             "dimensions.")
+            raise AxisError(f"Invalid axis {ax} for array with {a.ndim} dimensions.")
 
 
 def norm(a: array, /, ord: None | int | float | str = None, axis: None | int | list[int] = None,
@@ -216,9 +215,10 @@ def norm(a: array, /, ord: None | int | float | str = None, axis: None | int | l
         ax = [int(x) for x in axis]
     if ord is None:
         if ax is None:
-            return norm(S.flatten(a, stream=s), None, [0], keepdims, stream=s)
+            return _l2(a, list(range(a.ndim)), keepdims, s)
         if len(ax) > 2:
             raise ValueError("[linalg::norm] Received too many axes for norm.")
+        _check_axes(a, ax)
         return _l2(a, ax, keepdims, s)
     if ax is None:
         ax = list(range(a.ndim))
@@ -226,8 +226,11 @@ def norm(a: array, /, ord: None | int | float | str = None, axis: None | int | l
         if len(ax) != 2:
             raise ValueError(f"[linalg::norm] Norm '{ord}' only supported for matrices, but "
                              f"received {len(ax)} axis/axes.")
+        _check_axes(a, ax)
         return _matrix_norm_str(a, ord, ax, keepdims, s)
     o = float(ord)
+    if len(ax) in (1, 2):
+        _check_axes(a, ax)
     if len(ax) == 1:
         return _vector_norm(a, o, ax, keepdims, s)
     if len(ax) == 2:

@@ -78,13 +78,24 @@ class Inverse(Primitive):
             return [np.zeros(outs[0][0])]
         if self.tri:
             x = np.triu(x) if self.upper else np.tril(x)
-            with np.errstate(all="ignore"):
-                r = _tri_inverse(x, self.upper)
+            diag = np.diagonal(x, axis1=-2, axis2=-1)
+            if not np.all(diag != 0):
+                # LAPACK trtri's info: the 1-based index of the first zero diagonal element.
+                first = int(np.argmax((diag == 0).reshape(-1, diag.shape[-1]).any(0)))
+                raise RuntimeError("[Inverse::eval_cpu] triangular inversion failed with error "
+                                   f"code {first + 1}")
+            r = _tri_inverse(x, self.upper)
             return [np.triu(r) if self.upper else np.tril(r)]
         try:
             return [np.linalg.inv(x)]
         except np.linalg.LinAlgError:
-            raise ValueError("[inverse] Matrix is singular; no inverse exists.") from None
+            # getrf's info: the 1-based index of the first exactly zero pivot.
+            lu = lu_factor_numpy(x)[0]
+            diag = np.diagonal(lu, axis1=-2, axis2=-1).reshape(-1, x.shape[-1])
+            bad = diag[(diag == 0).any(-1)]
+            code = int(np.argmax(bad[0] == 0)) + 1 if len(bad) else 1
+            raise RuntimeError("[Inverse::eval_cpu] LU factorization failed with error code "
+                               f"{code}") from None
 
 
 def _tri_inverse(x: np.ndarray, upper: bool) -> np.ndarray:
@@ -123,9 +134,27 @@ class Cholesky(Primitive):
         try:
             L = np.linalg.cholesky(x)
         except np.linalg.LinAlgError:
-            raise ValueError("[cholesky] Cholesky decomposition failed: the matrix is not "
-                             "positive definite.") from None
+            # Not positive definite: MLX does not check potrf's info and returns its partial
+            # factor. Emulate unblocked potf2 per matrix: columns before the failing one
+            # factored, the failing diagonal holds its non-positive pivot, the rest untouched.
+            flat = x.reshape((-1,) + x.shape[-2:])
+            L = np.stack([_potf2(m) for m in flat]).reshape(x.shape)
         return [np.swapaxes(L, -1, -2).conj() if self.upper else L]
+
+
+def _potf2(a: np.ndarray) -> np.ndarray:
+    """Lower Cholesky of one matrix, stopping (as LAPACK's potf2) at the first bad pivot."""
+    a = np.tril(a).copy()
+    n = a.shape[-1]
+    for j in range(n):
+        ajj = (a[j, j] - np.vdot(a[j, :j], a[j, :j])).real
+        if not ajj > 0:
+            a[j, j] = ajj
+            break
+        ajj = np.sqrt(ajj)
+        a[j, j] = ajj
+        a[j + 1:, j] = (a[j + 1:, j] - a[j + 1:, :j] @ a[j, :j].conj()) / ajj
+    return a
 
 
 class Eigh(Primitive):
