@@ -179,3 +179,84 @@ def test_freq_errors():
 
 def test_all_names():
     assert sorted(mx.fft.__all__) == sorted(n for n in dir(mlx.fft) if not n.startswith("_"))
+
+
+# ---------------------------------------------------------------------------- stft / istft
+
+def _win(kw, m):
+    kw = dict(kw)
+    if isinstance(kw.get("window"), np.ndarray):
+        kw["window"] = m.array(kw["window"])
+    return kw
+
+
+HANN8 = np.hanning(8).astype(np.float32)
+STFT_CASES = [
+    dict(n_fft=8), dict(n_fft=8, hop_length=3, win_length=5), dict(n_fft=8, center=False),
+    dict(n_fft=8, window=HANN8), dict(n_fft=7, hop_length=2, pad_mode="edge"),
+    dict(n_fft=8, pad_mode="constant", norm="ortho"), dict(n_fft=8, onesided=False,
+                                                           norm="forward"),
+    dict(n_fft=8, window=np.arange(1, 6, dtype=np.float32)), dict(n_fft=8, win_length=0),
+]
+
+
+@pytest.mark.parametrize("kw", STFT_CASES)
+@pytest.mark.parametrize("complex_input", [False, True])
+def test_stft(kw, complex_input):
+    x = RNG.standard_normal((2, 37)).astype(np.float32)
+    if complex_input:
+        x = (x + 1j * x[::-1]).astype(np.complex64)
+    ours = mx.fft.stft(mx.array(x), **_win(kw, mx))
+    theirs = mlx.fft.stft(mlx.array(x), **_win(kw, mlx))
+    assert ours.shape == tuple(theirs.shape) and ours.dtype == mx.complex64
+    np.testing.assert_allclose(_np(ours), _np(theirs), rtol=1e-5, atol=1e-5)
+
+
+ISTFT_CASES = [
+    dict(n_fft=8, hop_length=2, window=HANN8), dict(), dict(n_fft=8, hop_length=2,
+                                                            window=HANN8, center=False),
+    dict(n_fft=8, hop_length=2, window=HANN8, length=50), dict(n_fft=8, hop_length=2,
+                                                               window=HANN8, length=20),
+    dict(n_fft=8, hop_length=3), dict(n_fft=8, hop_length=4, win_length=5),
+    dict(n_fft=8, norm="ortho"), dict(n_fft=7, hop_length=2), dict(onesided=False),
+]
+
+
+@pytest.mark.parametrize("kw", ISTFT_CASES)
+def test_istft(kw):
+    x = RNG.standard_normal((2, 37)).astype(np.float32)
+    spec = np.array(mlx.fft.stft(mlx.array(x), n_fft=8, hop_length=2, window=mlx.hanning(8)))
+    spec = spec + 0.1j * RNG.standard_normal(spec.shape).astype(np.float32)
+    ours = mx.fft.istft(mx.array(spec), **_win(kw, mx))
+    theirs = mlx.fft.istft(mlx.array(spec), **_win(kw, mlx))
+    assert ours.shape == tuple(theirs.shape) and ours.dtype == mx.float32
+    np.testing.assert_allclose(_np(ours), _np(theirs), rtol=1e-5, atol=1e-5)
+
+
+def test_stft_roundtrip():
+    x = RNG.standard_normal((3, 64)).astype(np.float32)
+    w = mx.hanning(16)
+    spec = mx.fft.stft(mx.array(x), n_fft=16, hop_length=4, window=w)
+    y = mx.fft.istft(spec, n_fft=16, hop_length=4, window=w, length=64)
+    np.testing.assert_allclose(_np(y), x, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name,shape,kw", [
+    ("stft", (2, 5), dict(n_fft=8, center=False)), ("stft", (2, 37), dict(n_fft=0)),
+    ("stft", (2, 37), dict(n_fft=8, hop_length=0)), ("stft", (2, 37), dict(n_fft=8,
+                                                                           win_length=9)),
+    ("stft", (), dict(n_fft=8)), ("stft", (2, 37), dict(n_fft=8, pad_mode="zz")),
+    ("stft", (2, 37), dict(n_fft=8, norm="zz")), ("stft", (2, 37), dict(n_fft=8,
+                                                                       win_length=-3)),
+    ("stft", (2, 37), dict(n_fft=8, window=np.ones((2, 4), np.float32))),
+    ("stft", (2, 37), dict(n_fft=8, window=np.ones(9, np.float32))),
+    ("istft", (5,), {}), ("istft", (5, 3), dict(hop_length=0)),
+    ("istft", (5, 3), dict(win_length=9)), ("istft", (5, 3), dict(n_fft=0)),
+])
+def test_stft_errors(name, shape, kw):
+    x = np.ones(shape, np.complex64 if name == "istft" else np.float32)
+    with pytest.raises(Exception) as theirs:
+        mlx.eval(getattr(mlx.fft, name)(mlx.array(x), **_win(kw, mlx)))
+    with pytest.raises(type(theirs.value)) as ours:
+        mx.eval(getattr(mx.fft, name)(mx.array(x), **_win(kw, mx)))
+    assert str(ours.value) == str(theirs.value)

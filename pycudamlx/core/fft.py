@@ -292,17 +292,144 @@ def rfftfreq(n: int, d: float = 1.0, stream: Any = None) -> array:
     return E.divide(i, array(float(d) * n, dt.float32), stream=s)
 
 
+def _window(window: array | None, win_length: int, n_fft: int, s: dev.Stream, fn: str
+            ) -> array:
+    """The analysis window (rectangular by default), centred and zero-padded to ``n_fft``."""
+    if window is None:
+        w = C.ones((win_length,), dtype=dt.float32, stream=s)
+    else:
+        if not isinstance(window, array):
+            raise TypeError(f"[{fn}] window must be an array.")
+        w = window
+        if w.ndim != 1:
+            raise ValueError(f"[{fn}] window must be a one-dimensional array.")
+        if w.shape[0] > n_fft:
+            raise ValueError(f"[{fn}] window length must not exceed n_fft.")
+    left = (n_fft - w.shape[0]) // 2
+    right = n_fft - w.shape[0] - left
+    if left or right:
+        w = S.pad(w, [(left, right)], stream=s)
+    return w
+
+
 def stft(x: array, n_fft: int = 2048, hop_length: int | None = None,
          win_length: int | None = None, window: array | None = None, center: bool = True,
          pad_mode: str = "reflect", norm: str = "backward", onesided: bool | None = None,
          stream: Any = None) -> array:
-    """Short-time Fourier transform (not implemented yet)."""
-    raise NotImplementedError("mx.fft.stft is not implemented in pycudamlx yet")
+    """Short-time Fourier transform: frames of the last axis, windowed, transformed;
+    (..., n_freq, n_frames) complex64. Composed of pad, take, multiply and rfft/fft."""
+    if not isinstance(x, array):
+        raise _signature_error("fft", x)
+    s = dev.resolve_stream(stream)
+    if x.ndim < 1:
+        raise ValueError("[stft] Input must have at least one dimension.")
+    _check_norm("stft", norm)
+    if n_fft <= 0:
+        raise ValueError("[stft] n_fft must be positive.")
+    hop = n_fft // 4 if hop_length is None else int(hop_length)
+    if hop <= 0:
+        raise ValueError("[stft] hop_length must be positive.")
+    wl = n_fft if win_length is None else int(win_length)
+    if window is not None and win_length is None:
+        wl = window.shape[0] if isinstance(window, array) and window.ndim == 1 else wl
+    if wl > n_fft:
+        raise ValueError("[stft] window length must not exceed n_fft.")
+    if wl < 0 and window is None:
+        raise ValueError("[full] Negative dimensions not allowed.")
+    w = _window(window, wl, n_fft, s, "stft")
+    is_complex = x.dtype is dt.complex64
+    if onesided is None:
+        onesided = not is_complex
+    if center:
+        p = n_fft // 2
+        x = S.pad(x, [(0, 0)] * (x.ndim - 1) + [(p, p)], mode=pad_mode, stream=s)
+    length = x.shape[-1]
+    if length < n_fft:
+        raise ValueError("[stft] Input is too short for the given n_fft.")
+    n_frames = 1 + (length - n_fft) // hop
+    idx = np.arange(n_fft)[None, :] + hop * np.arange(n_frames)[:, None]
+    from .indexing import take
+
+    frames = take(x, array(idx.astype(np.int32)), axis=-1, stream=s)  # (..., frames, n_fft)
+    frames = E.multiply(frames, w, stream=s)
+    if onesided:  # MLX's rfft: a complex input contributes its real part
+        spec = rfft(frames, n_fft, -1, norm, stream=s)
+    else:
+        spec = fft(frames, n_fft, -1, norm, stream=s)
+    return S.swapaxes(spec, -1, -2, stream=s)
+
+
+def _overlap_add(frames: array, hop: int, s: dev.Stream) -> array:
+    """Sum frames (..., F, n) placed ``hop`` apart: (..., n + hop*(F-1)), by r block pads."""
+    n_frames, n = frames.shape[-2:]
+    r = -(-n // hop)
+    total = n + hop * (n_frames - 1)
+    if r * hop != n:
+        frames = S.pad(frames, [(0, 0)] * (frames.ndim - 1) + [(0, r * hop - n)], stream=s)
+    lead = frames.shape[:-2]
+    blocks = S.reshape(frames, lead + (n_frames, r, hop), stream=s)
+    out = None
+    for j in range(r):
+        with dev.StreamContext(s):
+            chunk = blocks[..., j, :]  # (..., F, hop): lands on blocks f + j
+        chunk = S.pad(chunk, [(0, 0)] * len(lead) + [(j, r - 1 - j), (0, 0)], stream=s)
+        out = chunk if out is None else E.add(out, chunk, stream=s)
+    out = S.reshape(out, lead + ((n_frames + r - 1) * hop,), stream=s)
+    with dev.StreamContext(s):
+        return out[..., :total]
 
 
 def istft(stft_matrix: array, n_fft: int | None = None, hop_length: int | None = None,
           win_length: int | None = None, window: array | None = None, center: bool = True,
           norm: str = "backward", onesided: bool | None = None, length: int | None = None,
           stream: Any = None) -> array:
-    """Inverse short-time Fourier transform (not implemented yet)."""
-    raise NotImplementedError("mx.fft.istft is not implemented in pycudamlx yet")
+    """Inverse STFT: inverse transform of each frame, windowed overlap-add, divided by the
+    squared-window envelope; float32 (..., samples)."""
+    if not isinstance(stft_matrix, array):
+        raise _signature_error("ifft", stft_matrix)
+    s = dev.resolve_stream(stream)
+    X = stft_matrix
+    if X.ndim < 2:
+        raise ValueError("[istft] Input must have at least two dimensions (freq, frames).")
+    _check_norm("istft", norm)
+    if onesided is None:
+        onesided = True
+    n_freq = X.shape[-2]
+    if n_fft is None:
+        n_fft = 2 * (n_freq - 1) if onesided else n_freq
+    if n_fft <= 0:
+        raise ValueError("[istft] n_fft must be positive.")
+    hop = n_fft // 4 if hop_length is None else int(hop_length)
+    if hop <= 0:
+        raise ValueError("[istft] hop_length must be positive.")
+    wl = n_fft if win_length is None else int(win_length)
+    if window is not None and win_length is None and isinstance(window, array) and \
+            window.ndim == 1:
+        wl = window.shape[0]
+    if wl > n_fft:
+        raise ValueError("[istft] window length must not exceed n_fft.")
+    if wl < 0 and window is None:
+        raise ValueError("[full] Negative dimensions not allowed.")
+    w = _astype(_window(window, wl, n_fft, s, "istft"), dt.float32, s)
+    frames = S.swapaxes(X, -1, -2, stream=s)  # (..., F, n_freq)
+    if onesided:
+        frames = irfft(frames, n_fft, -1, norm, stream=s)
+    else:
+        frames = E.real(ifft(frames, n_fft, -1, norm, stream=s), stream=s)
+    n_frames = frames.shape[-2]
+    y = _overlap_add(E.multiply(frames, w, stream=s), hop, s)
+    w2 = S.broadcast_to(E.square(w, stream=s), (n_frames, n_fft), stream=s)
+    env = _overlap_add(w2, hop, s)
+    tiny = array(1e-11, dt.float32)
+    ok = E.greater(env, tiny, stream=s)
+    y = E.where(ok, E.divide(y, E.where(ok, env, array(1.0, dt.float32), stream=s), stream=s),
+                array(0.0, dt.float32), stream=s)
+    start = n_fft // 2 if center else 0
+    end = y.shape[-1] - (n_fft // 2 if center else 0)
+    if length is not None:
+        end = start + int(length)
+    with dev.StreamContext(s):
+        y = y[..., start:min(end, y.shape[-1])]
+    if length is not None and y.shape[-1] < length:
+        y = S.pad(y, [(0, 0)] * (y.ndim - 1) + [(0, int(length) - y.shape[-1])], stream=s)
+    return y
