@@ -63,7 +63,8 @@ def test_vector_norms_on_gpu(ord, shape, axis):
 
 
 @pytest.mark.parametrize("ord", [None, "fro", 1, -1, math.inf, -math.inf])
-@pytest.mark.parametrize("shape,axis,keepdims", [((5, 9), None, False), ((4, 300, 500), (1, 2), True),
+@pytest.mark.parametrize("shape,axis,keepdims", [((5, 9), None, False),
+                                                 ((4, 300, 500), (1, 2), True),
                                                  ((4, 30, 50), (2, 0), False)])
 def test_matrix_norms_on_gpu(ord, shape, axis, keepdims):
     x = RNG.standard_normal(shape).astype(np.float32)

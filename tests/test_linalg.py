@@ -288,6 +288,19 @@ def test_lu_matches_mlx(shape):
     np.testing.assert_allclose(rec, a, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("a", [np.arange(16, dtype=np.float32).reshape(4, 4),
+                               np.ones((4, 4), np.float32), np.zeros((3, 5), np.float32),
+                               np.eye(5, dtype=np.float32)[::-1].copy(),
+                               RNG.integers(-2, 3, (2, 5, 3)).astype(np.float32)])
+def test_lu_ties_and_singular_match_mlx(a):
+    """Pivot choice on ties (the first largest, as idamax) and zero columns."""
+    for fn in ("lu", "lu_factor"):
+        for x, y in zip(_outs(_ours(fn, a)), _outs(_theirs(fn, a))):
+            np.testing.assert_allclose(x, y, atol=1e-5)
+    if a.shape[-1] == a.shape[-2]:
+        np.testing.assert_allclose(_np(_ours("det", a)), _np(_theirs("det", a)), atol=1e-4)
+
+
 @pytest.mark.parametrize("sa,sb", [((4, 4), (4,)), ((4, 4), (4, 3)), ((2, 4, 4), (2, 4, 3)),
                                    ((5, 5), (5, 1))])
 def test_solve(sa, sb):

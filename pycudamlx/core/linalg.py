@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+import numpy as np
+
 from .. import dtypes as dt
 from ..graph.primitives import linalg as P
 from . import creation as C
@@ -201,15 +203,15 @@ def _check_axes(a: array, axis: list[int]) -> None:
 def norm(a: array, /, ord: None | int | float | str = None, axis: None | int | list[int] = None,
          keepdims: bool = False, *, stream: Any = None) -> array:
     """Vector or matrix norm (MLX's table of ``ord``): composed of lazy ops, any device."""
-    is_num = isinstance(ord, (int, float)) and not isinstance(ord, bool)
+    is_num = isinstance(ord, (int, float, np.integer, np.floating)) and not isinstance(ord, bool)
     if not isinstance(a, array) or not (ord is None or is_num or isinstance(ord, str)) or not (
-            axis is None or isinstance(axis, int) or isinstance(axis, (list, tuple))):
+            axis is None or isinstance(axis, (int, np.integer, list, tuple))):
         raise _signature_error("norm", a)
     s = dev.resolve_stream(stream)
     ax: list[int] | None
     if axis is None:
         ax = None
-    elif isinstance(axis, int):
+    elif isinstance(axis, (int, np.integer)):
         ax = [int(axis)]
     else:
         ax = [int(x) for x in axis]
