@@ -35,6 +35,8 @@ from . import random  # noqa: F401,E402
 from .sorting import *  # noqa: F401,F403,E402
 from .reduce import *  # noqa: F401,F403,E402
 from .transforms import *  # noqa: F401,F403,E402
+from . import fft, linalg  # noqa: F401,E402
+from .linalg import norm as matrix_norm  # noqa: F401,E402
 
 
 class NotYetImplemented(AttributeError):
@@ -65,4 +67,3 @@ def __getattr__(name: str):
         raise NotYetImplemented(f"mx.{name} is not implemented in pycudamlx yet ({area}); "
                                 "see the project's README for what is")
     raise AttributeError(f"module 'pycudamlx.core' has no attribute {name!r}")
-
