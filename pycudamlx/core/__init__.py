@@ -35,3 +35,4 @@ from . import random  # noqa: F401,E402
 from .sorting import *  # noqa: F401,F403,E402
 from .reduce import *  # noqa: F401,F403,E402
 from .misc import *  # noqa: F401,F403,E402
+from .io import *  # noqa: F401,F403,E402
