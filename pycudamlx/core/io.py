@@ -83,6 +83,8 @@ def _write(file: Any, suffix: str, data: bytes) -> None:
 def _npy_bytes(a: array) -> bytes:
     """One array as MLX writes a .npy file (header text and padding included)."""
     x = _host(a)
+    if not (x.flags.c_contiguous or x.flags.f_contiguous):
+        x = np.ascontiguousarray(x)  # MLX copies too; the copy's flags then decide
     if x.flags.f_contiguous:
         fortran, data = True, x.tobytes(order="F")
     else:
@@ -158,7 +160,7 @@ def _parse_npy(data: bytes, name: str) -> np.ndarray:
         if src.byteorder not in "=|":
             host = host.astype(src.newbyteorder("="))
     host = host.reshape(shape, order="F" if fortran else "C")
-    return np.ascontiguousarray(host) if host.flags.writeable else np.array(host, order="C")
+    return np.array(host, order="C")  # our own writable copy (0-d stays 0-d)
 
 
 # -- .npz --------------------------------------------------------------------------------------
