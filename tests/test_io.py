@@ -38,9 +38,9 @@ def _np_data(dtype_name: str, shape=(3, 5), seed=0) -> np.ndarray:
     return rng.standard_normal(shape).astype(np_dt)
 
 
-def _layouts(m, x):
-    """The same values as several layouts: contiguous, transposed, strided, 0-d, empty."""
-    a = m.array(x)
+def _layouts(m, x, dtype_name):
+    """The same values as several layouts: contiguous, transposed, strided, 0-d, empty, ..."""
+    a = m.array(x).astype(getattr(m, dtype_name))
     return {"c": a, "T": m.transpose(a), "strided": a[::2, 1::2], "zero_d": a[1, 2],
             "empty": a[:0], "row": a[1:2], "col": a[:, 1:2], "rev": a[::-1],
             "bcast": m.broadcast_to(a[:1], (3, a.shape[1])), "Tcol": m.transpose(a[:, :1])}
@@ -68,12 +68,9 @@ def test_npy_byte_identical_to_mlx(mlx, tmp_path, dtype):
     x = _np_data(dtype, (4, 6))
     if dtype == "bfloat16":
         x = x.astype(np.float32)
-    ours, theirs = _layouts(mx, x), _layouts(mlx, x)
+    ours, theirs = _layouts(mx, x, dtype), _layouts(mlx, x, dtype)
     for k in ours:
-        o = ours[k] if dtype != "bfloat16" else ours[k].astype(mx.bfloat16)
-        t = theirs[k] if dtype != "bfloat16" else theirs[k].astype(mlx.bfloat16)
-        if dtype not in ("bfloat16",) and dtype != "float32":
-            o, t = o.astype(getattr(mx, dtype)), t.astype(getattr(mlx, dtype))
+        o, t = ours[k], theirs[k]
         mx.save(tmp_path / f"o_{k}.npy", o)
         mlx.save(str(tmp_path / f"t_{k}.npy"), t)
         ob, tb = (tmp_path / f"o_{k}.npy").read_bytes(), (tmp_path / f"t_{k}.npy").read_bytes()
