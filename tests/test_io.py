@@ -248,14 +248,138 @@ def test_load_errors(mlx, tmp_path):
         mx.save(tmp_path / "l.npy", np.ones(2))
 
 
-def test_gguf_is_a_clear_error(tmp_path):
-    with pytest.raises(NotImplementedError, match="safetensors"):
-        mx.save_gguf(tmp_path / "g", {"a": mx.ones(2)}, {})
-    with pytest.raises(NotImplementedError, match="safetensors"):
-        mx.load(tmp_path / "g.gguf")
+# -- gguf --------------------------------------------------------------------------------------
 
 
-def test_load_stream_and_use(tmp_path):
+def _gstr(s: str) -> bytes:
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def _gguf_file(tensors) -> bytes:
+    """A GGUF v3 file written by hand: tensors = [(name, shape, ggml type id, raw bytes)]."""
+    infos, chunks, off = b"", [], 0
+    for name, shape, kind, raw in tensors:
+        off += (-off) % 32
+        infos += (_gstr(name) + struct.pack("<I", len(shape))
+                  + struct.pack(f"<{len(shape)}Q", *shape[::-1]) + struct.pack("<IQ", kind, off))
+        chunks.append((off, raw))
+        off += len(raw)
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), 0) + infos
+    out = bytearray(head + bytes((-len(head)) % 32))
+    base = len(out)
+    for o, raw in chunks:
+        out += bytes(base + o - len(out)) + raw
+    return bytes(out)
+
+
+def _q_blocks(kind: int, n: int, rng) -> bytes:
+    out = b""
+    for _ in range(n):
+        d = np.array([rng.uniform(0.01, 1)], np.float16).tobytes()
+        if kind == 8:
+            out += d + rng.integers(0, 256, 32, dtype=np.uint8).tobytes()
+        elif kind == 2:
+            out += d + rng.integers(0, 256, 16, dtype=np.uint8).tobytes()
+        else:
+            out += (d + np.array([rng.uniform(-1, 1)], np.float16).tobytes()
+                    + rng.integers(0, 256, 16, dtype=np.uint8).tobytes())
+    return out
+
+
+def _same_dict(ours: dict, theirs: dict) -> None:
+    assert set(ours) == set(theirs)
+    for k in theirs:
+        if isinstance(theirs[k], (str, list)):
+            assert ours[k] == theirs[k]
+        else:
+            _same(ours[k], theirs[k])
+
+
+def test_gguf_both_ways(mlx, tmp_path):
+    rng = np.random.default_rng(2)
+    arrs = {d: _np_data(d, (3, 4), i) for i, d in enumerate(["float32", "float16", "int8",
+                                                             "int16", "int32"])}
+    meta_np = {"u8": np.array(7, np.uint8), "i64v": np.array([1, -2, 3], np.int64),
+               "f": np.array(1.5, np.float32), "bv": np.array([True, False]),
+               "u64": np.array([2**63], np.uint64)}
+
+    def build(m):
+        arrays = {k: m.array(v) for k, v in arrs.items()}
+        arrays.update(t=m.transpose(m.array(arrs["float32"])), z=m.array(2.5),
+                      e=m.zeros((0, 3)), s=m.array(arrs["int16"])[::2, 1::2])
+        meta = {k: m.array(v) for k, v in meta_np.items()}
+        meta.update(name="llama", tokens=["a", "bc", ""], empty=[])
+        return arrays, meta
+    ours, ometa = build(mx)
+    theirs, tmeta = build(mlx)
+    mx.save_gguf(tmp_path / "o", ours, ometa)
+    mlx.save_gguf(str(tmp_path / "t"), theirs, tmeta)
+    a1, m1 = mx.load(tmp_path / "t.gguf", return_metadata=True)
+    a2, m2 = mlx.load(str(tmp_path / "o.gguf"), return_metadata=True)
+    _same_dict(a1, theirs)
+    _same_dict(a2, theirs)
+    _same_dict(m1, tmeta)
+    _same_dict(m2, tmeta)
+    assert mx.load(tmp_path / "t.gguf").keys() == a1.keys()
+    # the same file when there is one tensor and one key (MLX orders several by its hash maps)
+    mx.save_gguf(tmp_path / "o1", {"w": ours["float16"]}, {"k": ometa["i64v"]})
+    mlx.save_gguf(str(tmp_path / "t1"), {"w": theirs["float16"]}, {"k": tmeta["i64v"]})
+    assert (tmp_path / "o1.gguf").read_bytes() == (tmp_path / "t1.gguf").read_bytes()
+    mx.save_gguf(tmp_path / "o2", {})
+    mlx.save_gguf(str(tmp_path / "t2"), {})
+    assert (tmp_path / "o2.gguf").read_bytes() == (tmp_path / "t2.gguf").read_bytes()
+
+
+def test_gguf_quantized_and_converted_tensors(mlx, tmp_path):
+    rng = np.random.default_rng(3)
+    bf = (np.arange(6, dtype=np.float32).view(np.uint32) >> 16).astype("<u2").tobytes()
+    data = _gguf_file([("blk.q8.weight", (3, 64), 8, _q_blocks(8, 6, rng)),
+                       ("blk.q40.weight", (2, 32), 2, _q_blocks(2, 2, rng)),
+                       ("q41", (1, 2, 96), 3, _q_blocks(3, 6, rng)),
+                       ("bf", (2, 3), 30, bf)])
+    (tmp_path / "q.gguf").write_bytes(data)
+    ours, theirs = mx.load(tmp_path / "q.gguf"), mlx.load(str(tmp_path / "q.gguf"))
+    assert "q41.scales" in ours and "blk.q40.biases" in ours
+    _same_dict(ours, theirs)
+    bad = _gguf_file([("x.weight", (2, 48), 8, _q_blocks(8, 3, rng))])
+    (tmp_path / "bad_q.gguf").write_bytes(bad)
+    with pytest.raises(RuntimeError, match="incompatible last dim shape"):
+        mx.load(tmp_path / "bad_q.gguf")
+    with pytest.raises(RuntimeError, match="incompatible last dim shape"):
+        mlx.load(str(tmp_path / "bad_q.gguf"))
+    (tmp_path / "i64.gguf").write_bytes(_gguf_file([("x", (2, 4), 27, bytes(64))]))
+    with pytest.raises(RuntimeError):  # NotImplementedError (a RuntimeError) naming the type
+        mx.load(tmp_path / "i64.gguf")
+    with pytest.raises(RuntimeError):
+        mlx.load(str(tmp_path / "i64.gguf"))
+
+
+def test_gguf_errors(mlx, tmp_path):
+    (tmp_path / "bad.gguf").write_bytes(b"not a gguf file at all....")
+    cases = [
+        (lambda m: m.load(str(tmp_path / "missing.gguf")), ValueError, "Failed to open"),
+        (lambda m: m.load(str(tmp_path / "bad.gguf")), RuntimeError, "gguf_init failed"),
+        (lambda m: m.save_gguf(str(tmp_path / "x"), {"a": m.ones(2, m.bfloat16)}),
+         RuntimeError, "dtype bfloat16 is not supported"),
+        (lambda m: m.save_gguf(str(tmp_path / "x"), {"a": m.ones(2, m.bool_)}),
+         RuntimeError, "dtype bool is not supported"),
+        (lambda m: m.save_gguf(str(tmp_path / "x"), {}, {"k": m.ones(2, m.float16)}),
+         ValueError, "array type float16 not support for metadata"),
+        (lambda m: m.save_gguf(str(tmp_path / "x"), {}, {"k": m.ones((2, 2))}),
+         RuntimeError, "more than one dimension"),
+        (lambda m: m.save_gguf(str(tmp_path / "x"), {}, {"k": m.ones((0,))}),
+         RuntimeError, "Cannot save empty arrays"),
+        (lambda m: m.save_gguf(str(tmp_path / "x"), {}, {"k": 1}), RuntimeError, None),
+    ]
+    for call, exc, msg in cases:
+        with pytest.raises(exc, match=msg):
+            call(mx)
+        with pytest.raises(exc, match=msg):
+            call(mlx)
+
+
+def test_load_stream_and_use(tmp_path):  # noqa: D103
     mx.save(tmp_path / "s.npy", mx.arange(3, dtype=mx.float32))
     a = mx.load(tmp_path / "s.npy", stream=mx.cpu)
     np.testing.assert_array_equal(np.array(a + 1), np.arange(3) + 1)

@@ -6,7 +6,7 @@ which MLX reads back as bfloat16 and numpy as raw 2-byte records), ``.npz`` is a
 ``.npy`` members, ``.safetensors`` a compact JSON header with sorted keys. Loading accepts what
 numpy, MLX and the safetensors library write. Arrays are evaluated (on any device) and read
 through their host view; loaded arrays are host data that ops on any stream read directly.
-GGUF is not implemented (a clear NotImplementedError names the alternatives).
+GGUF: MLX's subset (see the gguf section below).
 """
 
 from __future__ import annotations
@@ -276,14 +276,226 @@ def _load_safetensors(data: bytes, name: str) -> tuple[dict[str, array], dict[st
 
 
 # -- gguf --------------------------------------------------------------------------------------
+# GGUF v3 (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md), the subset MLX reads and
+# writes: F32/F16/I8/I16/I32 tensors; Q4_0/Q4_1/Q8_0 load as MLX's affine-quantized triple
+# (``name`` packed uint32, ``prefix.scales`` and ``prefix.biases`` float16); BF16 loads as
+# float16 (MLX converts types it has no equivalent for to float16).
+
+_GGUF_ALIGN = 32
+_GGUF_TENSOR = {"float32": 0, "float16": 1, "int8": 24, "int16": 25, "int32": 26}
+_GGUF_TENSOR_READ = {0: dt.float32, 1: dt.float16, 24: dt.int8, 25: dt.int16, 26: dt.int32}
+_GGUF_QUANT = {2: ("Q4_0", 4, 18), 3: ("Q4_1", 4, 20), 8: ("Q8_0", 8, 34)}
+_GGUF_BF16 = 30
+# metadata value types: id -> (struct code, dtype of the loaded array)
+_GGUF_VALUE = {0: ("B", dt.uint8), 1: ("b", dt.int8), 2: ("H", dt.uint16), 3: ("h", dt.int16),
+               4: ("I", dt.uint32), 5: ("i", dt.int32), 6: ("f", dt.float32),
+               7: ("?", dt.bool_), 10: ("Q", dt.uint64), 11: ("q", dt.int64),
+               12: ("d", dt.float32)}
+_GGUF_META_TYPE = {"float32": 6, "int64": 11, "int32": 5, "int16": 3, "int8": 1, "uint64": 10,
+                   "uint32": 4, "uint16": 2, "uint8": 0, "bool": 7}
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+
+
+def _gguf_str(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def _gguf_meta_value(key: str, value: Any) -> bytes:
+    """One metadata value (type id + payload) as MLX writes it."""
+    if isinstance(value, str):
+        return struct.pack("<I", _GGUF_STRING) + _gguf_str(value)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return (struct.pack("<IIQ", _GGUF_ARRAY, _GGUF_STRING, len(value))
+                + b"".join(_gguf_str(v) for v in value))
+    if isinstance(value, array):
+        if value.ndim > 1:
+            raise RuntimeError("[save_gguf] Cannot save arrays with more than one dimension.")
+        if value.size == 0:
+            raise RuntimeError("[save_gguf] Cannot save empty arrays.")
+        vtype = _GGUF_META_TYPE.get(value._dtype.name)
+        if vtype is None:
+            raise ValueError(f"[save_gguf] array type {value._dtype.name} not support for "
+                             "metadata.")
+        data = np.ascontiguousarray(_host(value)).tobytes()
+        if value.ndim == 1:
+            return struct.pack("<IIQ", _GGUF_ARRAY, vtype, value.size) + data
+        return struct.pack("<I", vtype) + data
+    raise RuntimeError(f"[save_gguf] Metadata value of '{key}' must be an mx.array, a str or a "
+                       f"list of str, got {type(value).__name__} (MLX raises std::bad_cast here)")
+
+
+def _pad(n: int, align: int) -> int:
+    return (align - n % align) % align
 
 
 def save_gguf(file: FileLike, arrays: dict[str, array],
               metadata: dict[str, Any] | None = None) -> None:
-    """Not implemented: GGUF (and its quantized tensor types) is out of scope for now."""
-    raise NotImplementedError(
-        "[save_gguf] GGUF files are not supported by pycudamlx yet; use mx.save_safetensors "
-        "(or mx.savez), which real MLX reads too, or the `gguf` Python package.")
+    """Save arrays (float32, float16, int8, int16, int32) and metadata (arrays of at most one
+    dimension, str, list of str) to a GGUF v3 file, laid out as MLX writes it."""
+    if not isinstance(arrays, dict):
+        raise TypeError(f"save_gguf(): arrays must be a dict[str, array], got "
+                        f"{_type_name(arrays)}")
+    kvs = [_gguf_str(k) + _gguf_meta_value(k, v) for k, v in (metadata or {}).items()]
+    infos, chunks = [], []
+    offset = 0
+    for k, a in arrays.items():
+        if not isinstance(a, array):
+            raise RuntimeError(f"[save_gguf] Value of '{k}' must be an mx.array, got "
+                               f"{_type_name(a)} (MLX raises std::bad_cast here)")
+        ttype = _GGUF_TENSOR.get(a._dtype.name)
+        if ttype is None:
+            raise RuntimeError(f"[save_gguf] dtype {a._dtype.name} is not supported")
+        offset += _pad(offset, _GGUF_ALIGN)
+        data = np.ascontiguousarray(_host(a)).tobytes()
+        infos.append(_gguf_str(k) + struct.pack("<I", a.ndim)
+                     + struct.pack(f"<{a.ndim}Q", *a._shape[::-1])
+                     + struct.pack("<IQ", ttype, offset))
+        chunks.append((offset, data))
+        offset += len(data)
+    head = (b"GGUF" + struct.pack("<IQQ", 3, len(infos), len(kvs)) + b"".join(kvs)
+            + b"".join(infos))
+    out = bytearray(head + (bytes(_pad(len(head), _GGUF_ALIGN)) if infos else b""))
+    base = len(out)
+    for off, data in chunks:
+        out += bytes(base + off - len(out)) + data
+    _write(file, ".gguf", bytes(out))
+
+
+class _GGUFReader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def take(self, fmt: str) -> Any:
+        size = struct.calcsize("<" + fmt)
+        if self.pos + size > len(self.data):
+            raise RuntimeError("[load_gguf] gguf_init failed")
+        v = struct.unpack_from("<" + fmt, self.data, self.pos)
+        self.pos += size
+        return v[0] if len(v) == 1 else v
+
+    def string(self) -> str:
+        n = self.take("Q")
+        if self.pos + n > len(self.data):
+            raise RuntimeError("[load_gguf] gguf_init failed")
+        raw = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return raw.decode("utf-8", "replace")
+
+    def value(self, vtype: int) -> Any:
+        if vtype == _GGUF_STRING:
+            return self.string()
+        if vtype == _GGUF_ARRAY:
+            etype, n = self.take("I"), self.take("Q")
+            if etype == _GGUF_STRING:
+                return [self.string() for _ in range(n)]
+            if etype == _GGUF_ARRAY:
+                raise ValueError("[load_gguf] Only supports loading 1-layer of nested arrays.")
+            code, dtype = self._scalar_type(etype)
+            host = np.frombuffer(self.data, np.dtype("<" + code), n, self.pos)
+            self.pos += n * host.itemsize
+            return _to_array(host.astype(dtype.np_dtype))
+        code, dtype = self._scalar_type(vtype)
+        return _to_array(np.array(self.take(code), dtype.np_dtype))
+
+    @staticmethod
+    def _scalar_type(vtype: int) -> tuple[str, dt.Dtype]:
+        if vtype not in _GGUF_VALUE:
+            raise RuntimeError("[load_gguf] Received unexpected type.")
+        return _GGUF_VALUE[vtype]
+
+
+def _gguf_quantized(name: str, kind: int, shape: tuple[int, ...], raw: bytes
+                    ) -> dict[str, array]:
+    """Q4_0/Q4_1/Q8_0 blocks as MLX's (packed uint32 weights, float16 scales, biases)."""
+    label, bits, block = _GGUF_QUANT[kind]
+    if not shape or shape[-1] % 32:
+        raise RuntimeError(f"[load_gguf] tensor {name}has incompatible last dim shape: "
+                           f"{shape[-1] if shape else 0}")
+    n_blocks = len(raw) // block
+    blocks = np.frombuffer(raw, np.uint8, n_blocks * block).reshape(n_blocks, block)
+    scales = blocks[:, :2].copy().view(np.float16)[:, 0]
+    if kind == 8:
+        q = blocks[:, 2:] ^ np.uint8(0x80)
+        biases = (scales.astype(np.float32) * -128).astype(np.float16)
+    else:
+        nib = blocks[:, 4:] if kind == 3 else blocks[:, 2:]
+        elems = np.concatenate([nib & 0x0F, nib >> 4], axis=1)  # element order
+        q = (elems[:, 0::2] | (elems[:, 1::2] << 4)).astype(np.uint8)
+        biases = (blocks[:, 2:4].copy().view(np.float16)[:, 0] if kind == 3
+                  else (scales.astype(np.float32) * -8).astype(np.float16))
+    wshape = shape[:-1] + (shape[-1] * bits // 32,)
+    sshape = shape[:-1] + (shape[-1] // 32,)
+    # MLX drops the last 7 characters (".weight"), or keeps a shorter name whole
+    prefix = name[:len(name) - 7] if len(name) >= 7 else name
+    out = {name: _to_array(np.ascontiguousarray(q).view("<u4").astype(np.uint32)
+                           .reshape(wshape))}
+    for key, val in ((prefix + ".scales", scales), (prefix + ".biases", biases)):
+        if key in out:
+            raise RuntimeError(f"[load_gguf] Duplicate parameter name {key} this can happend "
+                               "when loading quantized tensors.")
+        out[key] = _to_array(np.ascontiguousarray(val).reshape(sshape))
+    return out
+
+
+def _load_gguf(data: bytes) -> tuple[dict[str, array], dict[str, Any]]:
+    r = _GGUFReader(data)
+    if data[:4] != b"GGUF":
+        raise RuntimeError("[load_gguf] gguf_init failed")
+    r.pos = 4
+    version, n_tensors, n_kv = r.take("I"), r.take("Q"), r.take("Q")
+    if version not in (2, 3):
+        raise RuntimeError("[load_gguf] gguf_init failed")
+    meta: dict[str, Any] = {}
+    for _ in range(n_kv):
+        key = r.string()
+        meta[key] = r.value(r.take("I"))
+    align = _GGUF_ALIGN
+    if isinstance(meta.get("general.alignment"), array):
+        align = int(meta["general.alignment"].item()) or _GGUF_ALIGN
+    infos = []
+    for _ in range(n_tensors):
+        name = r.string()
+        ndim = r.take("I")
+        dims = [r.take("Q") for _ in range(ndim)]
+        infos.append((name, tuple(int(d) for d in dims[::-1]), r.take("I"), r.take("Q")))
+    base = r.pos + _pad(r.pos, align)
+    arrays: dict[str, array] = {}
+    for name, shape, kind, offset in infos:
+        count = 1
+        for d in shape:
+            count *= d
+        start = base + offset
+        if kind in _GGUF_TENSOR_READ:
+            dtype = _GGUF_TENSOR_READ[kind]
+            nbytes = count * dtype.size
+        elif kind in _GGUF_QUANT:
+            nbytes = count // 32 * _GGUF_QUANT[kind][2]
+        elif kind == _GGUF_BF16:
+            nbytes = count * 2
+        else:
+            raise NotImplementedError(
+                f"[load_gguf] tensor {name}: GGUF tensor type {kind} is not supported by "
+                "pycudamlx (F32, F16, BF16, I8, I16, I32, Q4_0, Q4_1 and Q8_0 are); "
+                "dequantize it with the `gguf` Python package and save it as .safetensors.")
+        if start + nbytes > len(data):
+            raise RuntimeError(f"[load_gguf] tensor {name} lies past the end of the file")
+        raw = data[start:start + nbytes]
+        if kind in _GGUF_QUANT:
+            new = _gguf_quantized(name, kind, shape, raw)
+        elif kind == _GGUF_BF16:  # MLX converts what it has no type for to float16
+            host = np.frombuffer(raw, "<u2").astype(np.uint16).view(dt.bfloat16.np_dtype)
+            new = {name: _to_array(host.astype(np.float16).reshape(shape))}
+        else:
+            host = np.frombuffer(raw, dtype.np_dtype.newbyteorder("<"), count)
+            new = {name: _to_array(host.astype(dtype.np_dtype).reshape(shape))}
+        for k, v in new.items():
+            if k in arrays:
+                raise RuntimeError(f"[load_gguf] Duplicate parameter name {k} this can "
+                                   "happend when loading quantized tensors.")
+            arrays[k] = v
+    return arrays, meta
 
 
 # -- load --------------------------------------------------------------------------------------
@@ -320,10 +532,8 @@ def load(file: FileLike, /, format: str | None = None, return_metadata: bool = F
         raise ValueError(f"[load] Unknown file format {format}")
     if return_metadata and format not in ("safetensors", "gguf"):
         raise ValueError(f"[load] metadata not supported for format {format}")
-    if format == "gguf":
-        raise NotImplementedError(
-            "[load] GGUF files are not supported by pycudamlx yet; convert them to "
-            ".safetensors (e.g. with the `gguf` Python package) and load that.")
+    if is_path and format == "gguf" and not os.path.isfile(name):
+        raise ValueError(f"[load_gguf] Failed to open {name}")
     if is_path:
         try:
             with open(name, "rb") as f:
@@ -339,5 +549,8 @@ def load(file: FileLike, /, format: str | None = None, return_metadata: bool = F
         return _to_array(_parse_npy(data, name))
     if format == "npz":
         return _load_npz(file, data, name)
-    arrays, meta = _load_safetensors(data, name)
+    if format == "gguf":
+        arrays, meta = _load_gguf(data)
+    else:
+        arrays, meta = _load_safetensors(data, name)
     return (arrays, meta) if return_metadata else arrays
