@@ -281,6 +281,9 @@ def _q_blocks(kind: int, n: int, rng) -> bytes:
             out += d + rng.integers(0, 256, 32, dtype=np.uint8).tobytes()
         elif kind == 2:
             out += d + rng.integers(0, 256, 16, dtype=np.uint8).tobytes()
+        elif kind == 12:
+            out += (np.array(rng.uniform(0.01, 1, 2), np.float16).tobytes()
+                    + rng.integers(0, 256, 140, dtype=np.uint8).tobytes())
         else:
             out += (d + np.array([rng.uniform(-1, 1)], np.float16).tobytes()
                     + rng.integers(0, 256, 16, dtype=np.uint8).tobytes())
@@ -353,6 +356,37 @@ def test_gguf_quantized_and_converted_tensors(mlx, tmp_path):
         mx.load(tmp_path / "i64.gguf")
     with pytest.raises(RuntimeError):
         mlx.load(str(tmp_path / "i64.gguf"))
+
+
+def test_gguf_q4_k_dequantizes_to_float16(mlx, tmp_path):
+    """Q4_K loads as float16 as in MLX 0.32.4, by ggml's formula. MLX's gguflib gives the odd
+    32-weight sub-blocks the scale and min of the even one before them (a bug): those rows are
+    the documented difference, the even ones match MLX bit for bit."""
+    rng = np.random.default_rng(4)
+    raw = _q_blocks(12, 4, rng)
+    (tmp_path / "k.gguf").write_bytes(_gguf_file([("w", (2, 512), 12, raw)]))
+    ours = mx.load(tmp_path / "k.gguf")["w"]
+    theirs = mlx.load(str(tmp_path / "k.gguf"))["w"]
+    assert ours.dtype == mx.float16 and ours.shape == (2, 512)
+    o = np.array(ours).reshape(-1, 8, 32)
+    t = np.array(theirs).reshape(-1, 8, 32)
+    np.testing.assert_array_equal(o[:, 0::2], t[:, 0::2])
+    # ggml's dequantize_row_q4_K, one weight at a time
+    blocks = np.frombuffer(raw, np.uint8).reshape(-1, 144)
+    for b, blk in enumerate(blocks):
+        d = np.float32(blk[0:2].view(np.float16)[0])
+        dmin = np.float32(blk[2:4].view(np.float16)[0])
+        sc = [int(v) for v in blk[4:16]]
+        for j in range(8):
+            if j < 4:
+                s_, m_ = sc[j] & 63, sc[j + 4] & 63
+            else:
+                s_ = (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4)
+                m_ = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4)
+            q = blk[16 + 32 * (j // 2):16 + 32 * (j // 2 + 1)]
+            q = (q & 0xF) if j % 2 == 0 else (q >> 4)
+            ref = (d * np.float32(s_)) * q.astype(np.float32) - dmin * np.float32(m_)
+            np.testing.assert_array_equal(o[b, j], ref.astype(np.float16))
 
 
 def test_gguf_errors(mlx, tmp_path):

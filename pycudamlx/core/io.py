@@ -279,12 +279,15 @@ def _load_safetensors(data: bytes, name: str) -> tuple[dict[str, array], dict[st
 # GGUF v3 (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md), the subset MLX reads and
 # writes: F32/F16/I8/I16/I32 tensors; Q4_0/Q4_1/Q8_0 load as MLX's affine-quantized triple
 # (``name`` packed uint32, ``prefix.scales`` and ``prefix.biases`` float16); BF16 loads as
-# float16 (MLX converts types it has no equivalent for to float16).
+# float16 and Q4_K dequantized to float16 (MLX 0.32.4 converts types it has no equivalent for
+# to float16 through gguflib; other quantized types raise NotImplementedError).
 
 _GGUF_ALIGN = 32
 _GGUF_TENSOR = {"float32": 0, "float16": 1, "int8": 24, "int16": 25, "int32": 26}
 _GGUF_TENSOR_READ = {0: dt.float32, 1: dt.float16, 24: dt.int8, 25: dt.int16, 26: dt.int32}
-_GGUF_QUANT = {2: ("Q4_0", 4, 18), 3: ("Q4_1", 4, 20), 8: ("Q8_0", 8, 34)}
+# type id -> (name, bits, bytes per block, elements per block)
+_GGUF_QUANT = {2: ("Q4_0", 4, 18, 32), 3: ("Q4_1", 4, 20, 32), 8: ("Q8_0", 8, 34, 32)}
+_GGUF_Q4_K = 12  # MLX 0.32.4 dequantizes it to float16 (gguflib), as we do
 _GGUF_BF16 = 30
 # metadata value types: id -> (struct code, dtype of the loaded array)
 _GGUF_VALUE = {0: ("B", dt.uint8), 1: ("b", dt.int8), 2: ("H", dt.uint16), 3: ("h", dt.int16),
@@ -409,7 +412,7 @@ class _GGUFReader:
 def _gguf_quantized(name: str, kind: int, shape: tuple[int, ...], raw: bytes
                     ) -> dict[str, array]:
     """Q4_0/Q4_1/Q8_0 blocks as MLX's (packed uint32 weights, float16 scales, biases)."""
-    label, bits, block = _GGUF_QUANT[kind]
+    label, bits, block, _ = _GGUF_QUANT[kind]
     if not shape or shape[-1] % 32:
         raise RuntimeError(f"[load_gguf] tensor {name}has incompatible last dim shape: "
                            f"{shape[-1] if shape else 0}")
@@ -437,6 +440,21 @@ def _gguf_quantized(name: str, kind: int, shape: tuple[int, ...], raw: bytes
                                "when loading quantized tensors.")
         out[key] = _to_array(np.ascontiguousarray(val).reshape(sshape))
     return out
+
+
+def _gguf_q4_k_to_f16(raw: bytes, shape: tuple[int, ...]) -> np.ndarray:
+    """Q4_K super-blocks (256 weights: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins,
+    128 bytes of nibbles) dequantized to float16: y = d * scale * q - dmin * min."""
+    blocks = np.frombuffer(raw, np.uint8).reshape(-1, 144)
+    d = blocks[:, 0:2].copy().view(np.float16).astype(np.float32)
+    dmin = blocks[:, 2:4].copy().view(np.float16).astype(np.float32)
+    sc = blocks[:, 4:16].astype(np.uint16)
+    scale = np.concatenate([sc[:, 0:4] & 63, (sc[:, 8:12] & 0xF) | ((sc[:, 0:4] >> 6) << 4)], 1)
+    mins = np.concatenate([sc[:, 4:8] & 63, (sc[:, 8:12] >> 4) | ((sc[:, 4:8] >> 6) << 4)], 1)
+    qs = blocks[:, 16:].reshape(-1, 4, 32)
+    q = np.stack([qs & 0x0F, qs >> 4], axis=2).reshape(-1, 8, 32).astype(np.float32)
+    y = (d * scale)[:, :, None] * q - (dmin * mins)[:, :, None]
+    return y.astype(np.float16).reshape(shape)
 
 
 def _load_gguf(data: bytes) -> tuple[dict[str, array], dict[str, Any]]:
@@ -471,19 +489,23 @@ def _load_gguf(data: bytes) -> tuple[dict[str, array], dict[str, Any]]:
             dtype = _GGUF_TENSOR_READ[kind]
             nbytes = count * dtype.size
         elif kind in _GGUF_QUANT:
-            nbytes = count // 32 * _GGUF_QUANT[kind][2]
+            nbytes = count // _GGUF_QUANT[kind][3] * _GGUF_QUANT[kind][2]
         elif kind == _GGUF_BF16:
             nbytes = count * 2
+        elif kind == _GGUF_Q4_K and count % 256 == 0:
+            nbytes = count // 256 * 144
         else:
             raise NotImplementedError(
                 f"[load_gguf] tensor {name}: GGUF tensor type {kind} is not supported by "
-                "pycudamlx (F32, F16, BF16, I8, I16, I32, Q4_0, Q4_1 and Q8_0 are); "
+                "pycudamlx (F32, F16, BF16, I8, I16, I32, Q4_0, Q4_1, Q8_0 and Q4_K are); "
                 "dequantize it with the `gguf` Python package and save it as .safetensors.")
         if start + nbytes > len(data):
             raise RuntimeError(f"[load_gguf] tensor {name} lies past the end of the file")
         raw = data[start:start + nbytes]
         if kind in _GGUF_QUANT:
             new = _gguf_quantized(name, kind, shape, raw)
+        elif kind == _GGUF_Q4_K:
+            new = {name: _to_array(_gguf_q4_k_to_f16(raw, shape))}
         elif kind == _GGUF_BF16:  # MLX converts what it has no type for to float16
             host = np.frombuffer(raw, "<u2").astype(np.uint16).view(dt.bfloat16.np_dtype)
             new = {name: _to_array(host.astype(np.float16).reshape(shape))}
