@@ -109,3 +109,17 @@ def test_io_round_trip_of_gpu_arrays(tmp_path, name):
     pm.save(buf, g)
     buf.seek(0)
     assert _bytes(pm.load(buf, format="npy")) == _bytes(g)
+
+
+def test_gguf_round_trip_of_gpu_arrays(tmp_path):
+    cases = {name: on_gpu(to_ours(rand((5, 7), name, seed=9)))
+             for name in ("float32", "float16", "int8", "int16", "int32")}
+    cases["T"] = pm.transpose(cases["float32"])
+    cases["s"] = cases["int16"][::2, 1::3]
+    with pm.stream(pm.gpu):
+        pm.save_gguf(tmp_path / "g", cases, {"v": on_gpu(pm.array([1, 2, 3])), "s": "x"})
+        back, meta = pm.load(tmp_path / "g.gguf", return_metadata=True)
+    for k, a in cases.items():
+        assert back[k].shape == a.shape and back[k].dtype == a.dtype
+        assert _bytes(back[k]) == _bytes(a)
+    assert meta["s"] == "x" and np.array(meta["v"]).tolist() == [1, 2, 3]
