@@ -37,6 +37,8 @@ from .reduce import *  # noqa: F401,F403,E402
 from .transforms import *  # noqa: F401,F403,E402
 from . import fft, linalg  # noqa: F401,E402
 from .linalg import norm as matrix_norm  # noqa: F401,E402
+from .misc import *  # noqa: F401,F403,E402
+from .io import *  # noqa: F401,F403,E402
 
 
 class NotYetImplemented(AttributeError):
