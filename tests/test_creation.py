@@ -270,3 +270,19 @@ def test_windows_match_mlx_and_numpy(mx, fn, m):
 @pytest.mark.parametrize("text", ["M.hanning(2.0)", "M.bartlett('3')"])
 def test_window_errors(mx, text):
     both(mx, text, message=False)
+
+
+def test_repeat_counts_beyond_int32_are_refused_as_mlx():
+    """Found by the fuzz test: repeats=2**31 asked numpy for 2**32 elements (MLX's bindings
+    refuse an int that does not fit a C++ int; a result dimension past int32 is its
+    OverflowError)."""
+    mlx = pytest.importorskip("mlx.core")
+    a = pm.array([[0], [1]])
+    with pytest.raises(TypeError, match="repeat"):
+        pm.repeat(a, 2**31)
+    with pytest.raises(TypeError):
+        mlx.repeat(mlx.array([[0], [1]]), 2**31)
+    with pytest.raises(OverflowError, match=r"\[repeat\] Shape dimension 4294967294"):
+        pm.repeat(a, 2**31 - 1)
+    with pytest.raises(OverflowError, match=r"\[repeat\] Shape dimension 4294967294"):
+        mlx.repeat(mlx.array([[0], [1]]), 2**31 - 1)

@@ -330,13 +330,19 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
 
 
 def _int_arg(value: Any, fn: str, what: str) -> int:
+    """An ``int`` argument as MLX's bindings take it: a C++ int, so outside int32 is a TypeError
+    there too (not a huge allocation)."""
     try:
         if isinstance(value, (float, complex, str)) or value is None:
             raise TypeError
-        return _operator.index(value)
+        v = _operator.index(value)
     except TypeError:
         raise TypeError(f"{fn}(): incompatible function arguments: {what} must be an int, got "
                         f"{type(value).__name__}") from None
+    if not -2**31 <= v < 2**31:
+        raise TypeError(f"{fn}(): incompatible function arguments: {what}={v} does not fit the "
+                        "32-bit int MLX takes")
+    return v
 
 
 def eye(n: int, m: int | None = None, k: int = 0, dtype: dt.Dtype | None = dt.float32, *,
@@ -436,6 +442,10 @@ def repeat(array: array, repeats: int, axis: int | None = None, *,  # noqa: A002
     expanded = shape[:ax + 1] + (1,) + shape[ax + 1:]
     target = shape[:ax + 1] + (repeats,) + shape[ax + 1:]
     final = shape[:ax] + (shape[ax] * repeats,) + shape[ax + 1:]
+    if shape[ax] * repeats > 2**31 - 1:
+        raise OverflowError(f"[repeat] Shape dimension {shape[ax] * repeats} is outside the "
+                            f"supported range [{-2**31}, {2**31 - 1}]. MLX currently uses 32-bit "
+                            "integers for shape dimensions.")
     S.check_size(final, a._dtype, "repeat")
     s = _dev.resolve_stream(stream)
     x = S._reshape_node(a, expanded, s)
