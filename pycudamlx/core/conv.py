@@ -163,6 +163,16 @@ def _conv(x: array, w: array, stride: list[int], lo: list[int], hi: list[int],
           kdil: list[int], idil: list[int], groups: int, flip: bool, s: dev.Stream) -> array:
     nd = x.ndim - 2
     dtype = dt.promote_types(x.dtype, w.dtype)
+    if any(v < 0 for v in lo + hi):
+        # MLX crops a negative padding off the input before the input dilation (in input
+        # elements, not dilated ones: what transposed convs with padding > dilation * (K - 1)
+        # give in MLX, shorter than torch's), then pads by 0 there.
+        for i in range(nd):
+            if lo[i] < 0 or hi[i] < 0:
+                m = x.shape[1 + i]
+                x = _crop(x, 1 + i, min(m, max(0, -lo[i])), m - max(0, -hi[i]), s)
+        lo = [max(0, v) for v in lo]
+        hi = [max(0, v) for v in hi]
     n, c_in, c_out = x.shape[0], x.shape[-1], w.shape[0]
     ksz = list(w.shape[1:-1])
     # output shape first (MLX's error: the input size after dilation and padding vs the kernel)
@@ -189,10 +199,6 @@ def _conv(x: array, w: array, stride: list[int], lo: list[int], hi: list[int],
     for i in range(nd):
         ax = 1 + i
         x = _dilate(x, ax, idil[i], s)
-        a, b = lo[i], hi[i]
-        if a < 0 or b < 0:
-            m = x.shape[ax]
-            x = _crop(x, ax, max(0, -a), m - max(0, -b), s)
     pw = [(0, 0)] + [(max(0, lo[i]), max(0, hi[i])) for i in range(nd)] + [(0, 0)]
     x = pad(x, pw, stream=s)
     sp = x.shape[1:-1]
