@@ -25,20 +25,11 @@ from ._base import astype
 from .array import array
 from .creation import zeros
 from .matmul import matmul
-from .shape import (_range_spec, as_strided, expand_dims, flip as _flip, fmt_shape, pad,
-                    reshape, transpose, view)
+from .shape import (_range_spec, as_strided, expand_dims, flip as _flip, pad, reshape,
+                    transpose, view)
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_general", "conv_transpose1d",
            "conv_transpose2d", "conv_transpose3d", "convolve"]
-
-_TYPES = {
-    "conv1d": "conv1d(input: array, weight: array, /, stride: int = 1, padding: int = 0, "
-              "dilation: int = 1, groups: int = 1, *, stream: StreamOrDevice = None) -> array",
-    "conv_transpose1d": "conv_transpose1d(input: array, weight: array, /, stride: int = 1, "
-                        "padding: int = 0, dilation: int = 1, output_padding: int = 0, "
-                        "groups: int = 1, *, stream: StreamOrDevice = None) -> array",
-}
-
 
 def _fmt(v: Sequence[int]) -> str:
     return "(" + ",".join(str(int(x)) for x in v) + ")"
@@ -47,11 +38,6 @@ def _fmt(v: Sequence[int]) -> str:
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) or (
         hasattr(v, "__index__") and not isinstance(v, (bool, float)) and not hasattr(v, "shape"))
-
-
-def _bad_args(fn: str, sig: str, what: str) -> TypeError:
-    return TypeError(f"{fn}(): incompatible function arguments. The following argument types "
-                     f"are supported:\n    1. {sig}\n\nInvoked with {what}")
 
 
 def _require_arrays(fn: str, a: Any, b: Any) -> None:
@@ -206,21 +192,19 @@ def _conv(x: array, w: array, stride: list[int], lo: list[int], hi: list[int],
     rs = [c_in] * (nd + 1)
     for i in range(nd - 1, -1, -1):
         rs[i] = rs[i + 1] * sp[i]
-    win_shape = [n, *out_sp, *ksz, c_in]
-    win_strides = ([rs[0] if nd else c_in]
-                   + [stride[i] * rs[i + 1] for i in range(nd)]
+    rows = n * math.prod(out_sp)
+    cg, og = c_in // groups, c_out // groups
+    # the windows (groups, N, O..., K..., C_in / groups): a view; its reshape is the one copy
+    win_shape = [groups, n, *out_sp, *ksz, cg]
+    win_strides = ([cg, rs[0]] + [stride[i] * rs[i + 1] for i in range(nd)]
                    + [kdil[i] * rs[i + 1] for i in range(nd)] + [1])
     win = as_strided(x, win_shape, win_strides, 0, stream=s)
-    rows = n * math.prod(out_sp)
     if groups == 1:
         cols = reshape(win, [rows, kprod * c_in], stream=s)
         wm = transpose(reshape(w, [c_out, kprod * c_in], stream=s), [1, 0], stream=s)
         out = matmul(cols, wm, stream=s)
     else:
-        cg, og = c_in // groups, c_out // groups
-        cols = reshape(win, [rows, kprod, groups, cg], stream=s)
-        cols = reshape(transpose(cols, [2, 0, 1, 3], stream=s), [groups, rows, kprod * cg],
-                       stream=s)
+        cols = reshape(win, [groups, rows, kprod * cg], stream=s)
         wm = transpose(reshape(w, [groups, og, kprod * cg], stream=s), [0, 2, 1], stream=s)
         out = transpose(matmul(cols, wm, stream=s), [1, 0, 2], stream=s)
     return reshape(out, list(out_shape), stream=s)
@@ -394,7 +378,6 @@ def convolve(a: array, v: array, /, mode: str = "full", *, stream: Any = None) -
         hi = lo if k % 2 else max(0, lo - 1)
     else:
         raise ValueError("[convolve] Invalid mode.")
-    g = _run_checks(x, w, 1)
+    _run_checks(x, w, 1)
     out = _conv_checked(x, w, [1], [lo], [hi], [1], [1], 1, True, s)
-    del g
     return reshape(out, [-1], stream=s)
