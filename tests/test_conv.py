@@ -241,6 +241,21 @@ ERRORS = [
     lambda m: m.conv_transpose1d(m.zeros((2, 5, 4)), m.zeros((6, 3, 4)), padding=5),
     lambda m: m.conv_general(m.zeros((1, 5, 5, 4)), m.zeros((2, 3, 3, 4)), padding=-2),
     lambda m: m.convolve(m.zeros(5), m.zeros(3), mode="bad"),
+    # MLX's check order: dims, dtype, weight, channels, list sizes, dilations, stride
+    lambda m: m.conv2d(m.zeros((2, 5, 4)), m.zeros((6, 3, 4))),
+    lambda m: m.conv3d(m.zeros((2, 5, 5, 4)), m.zeros((6, 3, 3, 4))),
+    lambda m: m.conv_transpose2d(m.zeros((2, 5, 4)), m.zeros((6, 3, 4))),
+    lambda m: m.conv1d(m.zeros((2, 5, 5, 4)), m.zeros((6, 3, 4))),
+    lambda m: m.conv2d(m.zeros((2, 5, 4), m.int32), m.zeros((6, 3, 4))),
+    lambda m: m.conv1d(m.zeros((2, 5, 4)), m.zeros((6, 3, 4)), stride=0, dilation=0),
+    lambda m: m.conv_general(m.zeros((2, 5, 4)), m.zeros((6, 3, 4)), stride=0, input_dilation=0),
+    lambda m: m.conv_general(m.zeros((2, 5, 4)), m.zeros((6, 3, 4)), kernel_dilation=[1, 1],
+                             padding=[1, 1, 1]),
+    lambda m: m.conv_general(m.zeros((2, 5, 4)), m.zeros((6, 3, 4)), padding=([1], [1, 2])),
+    lambda m: m.conv1d(m.zeros((2, 5, 4)), m.zeros((6, 3, 4)), groups=-1),
+    lambda m: m.conv1d(m.zeros((2, 5, 4), m.complex64), m.zeros((6, 3, 4))),
+    lambda m: m.conv1d(m.zeros((2, 0, 4)), m.zeros((6, 1, 4))),
+    lambda m: m.conv1d(m.zeros((2, 5, 4)), m.zeros((6, 3, 4)), padding=-3),
     lambda m: m.convolve(m.zeros(0), m.zeros(3)),
     lambda m: m.convolve(m.zeros((5, 1)), m.zeros(3)),
     lambda m: m.convolve(m.zeros(5, m.int32), m.zeros(3, m.int32)),
@@ -280,6 +295,26 @@ def test_groups_zero_is_an_error():
     # MLX 0.32.4 dies with SIGFPE here; we raise
     with pytest.raises(ValueError, match="groups"):
         mx.conv1d(mx.zeros((2, 5, 4)), mx.zeros((6, 3, 4)), groups=0)
+
+
+@pytest.mark.parametrize("name,xs,ws,kw", [
+    ("conv1d", (2, 5, 5, 4), (6, 3, 3, 4), {}),  # conv1d's one stride applies to every dim
+    ("conv_general", (2, 5, 5, 4), (6, 3, 3, 4), dict(padding=([1], [1, 2]))),
+    ("conv_general", (2, 5, 4), (6, 3, 4), dict(stride=[], padding=([], []))),
+    ("conv_transpose1d", (2, 5, 4), (6, 3, 4), dict(output_padding=-1)),
+    ("conv_transpose1d", (2, 5, 4), (6, 3, 4), dict(output_padding=5, stride=2)),
+])
+def test_mlx_argument_rules(name, xs, ws, kw):
+    _diff(name, xs, ws, **kw)
+
+
+def test_weight_dtypes():
+    # the weight may be any dtype; the result promotes (bool -> float32, complex64 -> complex64)
+    x = mx.ones((1, 4, 2))
+    assert mx.conv1d(x, mx.ones((3, 2, 2), mx.bool_)).dtype == mx.float32
+    out = mx.conv1d(x, mx.ones((3, 2, 2), mx.complex64))
+    assert out.dtype == mx.complex64
+    np.testing.assert_allclose(np.array(out), np.full((1, 3, 3), 4.0))
 
 
 def test_negative_padding_transpose_vs_mlx():

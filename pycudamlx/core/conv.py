@@ -83,8 +83,6 @@ def _run_checks(x: array, w: array, groups: int) -> int:
     if nd < 1 or nd > 3:
         raise ValueError("[conv] Only works for inputs with 1-3 spatial dimensions. The inputs "
                          "must be in the format [N, ..., C_in]")
-    if groups <= 0:  # MLX 0.32.4 crashes (division by zero)
-        raise ValueError(f"[conv] The number of groups must be positive. Got {groups}.")
     if groups != 1 and nd == 3:
         raise ValueError("[conv] Can only handle groups != 1 in 1D or 2D convolutions.")
     if x.dtype.kind != "f":
@@ -95,6 +93,8 @@ def _run_checks(x: array, w: array, groups: int) -> int:
                          f"convolution. Expected an array with {nd + 2} dimensions following "
                          "the format [C_out, ..., C_in].")
     c_in = x.shape[-1]
+    if groups == 0:  # MLX 0.32.4 dies with SIGFPE (a modulo by zero)
+        raise ValueError("[conv] The number of groups must not be 0.")
     if c_in % groups != 0:
         raise ValueError("[conv] The input channels must be divisible by the number of groups. "
                          f"Got input with shape {_fmt(x.shape)} and {groups} groups.")
@@ -113,9 +113,10 @@ def _run_checks(x: array, w: array, groups: int) -> int:
     return nd
 
 
-def _per_dim(v: list[int], nd: int, what: str) -> list[int]:
-    if len(v) == 1:
-        return v * nd
+def _per_dim(v: list[int], nd: int, what: str, default: int) -> list[int]:
+    """MLX's rule: one value (or none: the default) applies to every spatial dimension."""
+    if len(v) <= 1:
+        return (v or [default]) * nd
     if len(v) != nd:
         raise ValueError(f"[conv] Invalid {what} {_fmt(v)} for {nd}D convolution.")
     return v
@@ -234,49 +235,58 @@ def conv_general(input: array, weight: array, /, stride: int | Sequence[int] = 1
     kd_l = _seq_arg(fn, "kernel_dilation", kernel_dilation)
     id_l = _seq_arg(fn, "input_dilation", input_dilation)
     groups = _int_arg(fn, "groups", groups)
-    s = dev.resolve_stream(stream)
-    nd = _run_checks(input, weight, groups)
-    stride_l = _per_dim(stride_l, nd, "strides")
-    if len(lo_l) != len(hi_l) or len(lo_l) not in (1, nd):
-        raise ValueError(f"[conv] Invalid padding {_fmt(lo_l)} | {_fmt(hi_l)} for {nd}D "
+    return _general(input, weight, stride_l, lo_l, hi_l, kd_l, id_l, groups, bool(flip),
+                    dev.resolve_stream(stream))
+
+
+def _general(x: array, w: array, stride: list[int], lo: list[int], hi: list[int],
+             kd: list[int], idl: list[int], groups: int, flip: bool, s: dev.Stream,
+             transpose_pads: list[int] | None = None) -> array:
+    """MLX's conv_general: its checks in its order, then the composition. With
+    ``transpose_pads`` (output_padding), ``lo`` is the transposed conv's padding and the
+    conv's own pads are derived here, after the checks (MLX's conv_transpose_general)."""
+    nd = _run_checks(x, w, groups)
+    stride = _per_dim(stride, nd, "strides", 1)
+    if len(lo) > 1 and len(lo) != nd or len(hi) > 1 and len(hi) != nd:
+        raise ValueError(f"[conv] Invalid padding {_fmt(lo)} | {_fmt(hi)} for {nd}D "
                          "convolution.")
-    lo_l, hi_l = _per_dim(lo_l, nd, "padding"), _per_dim(hi_l, nd, "padding")
-    kd_l = _per_dim(kd_l, nd, "kernel dilation")
-    id_l = _per_dim(id_l, nd, "input dilation")
-    return _conv_checked(input, weight, stride_l, lo_l, hi_l, kd_l, id_l, groups, bool(flip), s)
-
-
-def _conv_checked(x: array, w: array, stride: list[int], lo: list[int], hi: list[int],
-                  kd: list[int], idl: list[int], groups: int, flip: bool,
-                  s: dev.Stream) -> array:
-    if any(v <= 0 for v in stride):
-        raise ValueError(f"[conv] Stride sizes must be positive. Got strides {_fmt(stride)}.")
+    lo, hi = _per_dim(lo, nd, "padding", 0), _per_dim(hi, nd, "padding", 0)
+    kd = _per_dim(kd, nd, "kernel dilation", 1)
+    idl = _per_dim(idl, nd, "input dilation", 1)
     if any(v <= 0 for v in kd):
         raise ValueError("[conv] Kernel dilation sizes must be positive. Got kernel dilation "
                          f"{_fmt(kd)}.")
     if any(v <= 0 for v in idl):
         raise ValueError("[conv] Input dilation sizes must be positive. Got input dilation "
                          f"{_fmt(idl)}.")
+    if any(v <= 0 for v in stride):
+        raise ValueError(f"[conv] Stride sizes must be positive. Got strides {_fmt(stride)}.")
+    if transpose_pads is not None:
+        # a stride-dilated input (idl = the transposed stride), a flipped kernel, stride 1
+        op = _per_dim(transpose_pads, nd, "output padding", 0)
+        pd = lo
+        lo, hi = [], []
+        for i in range(nd):
+            wt_size = 1 + kd[i] * (w.shape[1 + i] - 1)
+            lo.append(wt_size - pd[i] - 1)
+            conv_out = (x.shape[1 + i] - 1) * idl[i] - 2 * pd[i] + wt_size
+            out_size = 1 + idl[i] * (x.shape[1 + i] - 1)
+            hi.append(conv_out - out_size + pd[i] + op[i])
     return _conv(x, w, stride, lo, hi, kd, idl, groups, flip, s)
+
+
+def _nd_args(fn: str, nd: int, named: dict[str, Any]) -> list[list[int]]:
+    if nd == 1:
+        return [[_int_arg(fn, k, v)] for k, v in named.items()]
+    return [_tuple_arg(fn, k, v, nd) for k, v in named.items()]
 
 
 def _conv_nd(fn: str, nd: int, x: Any, w: Any, stride: Any, padding: Any, dilation: Any,
              groups: Any, stream: Any) -> array:
     _require_arrays(fn, x, w)
-    if nd == 1:
-        st, pd, dl = ([_int_arg(fn, k, v)] for k, v in
-                      (("stride", stride), ("padding", padding), ("dilation", dilation)))
-    else:
-        st, pd, dl = (_tuple_arg(fn, k, v, nd) for k, v in
-                      (("stride", stride), ("padding", padding), ("dilation", dilation)))
+    st, pd, dl = _nd_args(fn, nd, {"stride": stride, "padding": padding, "dilation": dilation})
     groups = _int_arg(fn, "groups", groups)
-    s = dev.resolve_stream(stream)
-    got = _run_checks(x, w, groups)
-    if got != nd:
-        raise ValueError(f"[conv] Invalid input array with {x.ndim} dimensions for {nd}D "
-                         f"convolution. Expected an array with {nd + 2} dimensions following "
-                         "the format [N, ..., C_in].")
-    return _conv_checked(x, w, st, pd, list(pd), dl, [1] * nd, groups, False, s)
+    return _general(x, w, st, pd, list(pd), dl, [1], groups, False, dev.resolve_stream(stream))
 
 
 def conv1d(input: array, weight: array, /, stride: int = 1, padding: int = 0, dilation: int = 1,
@@ -303,30 +313,11 @@ def conv3d(input: array, weight: array, /, stride: int | tuple[int, int, int] = 
 def _conv_transpose_nd(fn: str, nd: int, x: Any, w: Any, stride: Any, padding: Any,
                        dilation: Any, output_padding: Any, groups: Any, stream: Any) -> array:
     _require_arrays(fn, x, w)
-    if nd == 1:
-        st, pd, dl, op = ([_int_arg(fn, k, v)] for k, v in
-                          (("stride", stride), ("padding", padding), ("dilation", dilation),
-                           ("output_padding", output_padding)))
-    else:
-        st, pd, dl, op = (_tuple_arg(fn, k, v, nd) for k, v in
-                          (("stride", stride), ("padding", padding), ("dilation", dilation),
-                           ("output_padding", output_padding)))
+    st, pd, dl, op = _nd_args(fn, nd, {"stride": stride, "padding": padding,
+                                       "dilation": dilation, "output_padding": output_padding})
     groups = _int_arg(fn, "groups", groups)
-    s = dev.resolve_stream(stream)
-    got = _run_checks(x, w, groups)
-    if got != nd:
-        raise ValueError(f"[conv] Invalid input array with {x.ndim} dimensions for {nd}D "
-                         f"convolution. Expected an array with {nd + 2} dimensions following "
-                         "the format [N, ..., C_in].")
-    # MLX's conv_transpose_general: a stride-dilated input, a flipped kernel, stride 1.
-    lo, hi = [], []
-    for i in range(nd):
-        wt_size = 1 + dl[i] * (w.shape[1 + i] - 1)
-        lo.append(wt_size - pd[i] - 1)
-        conv_out = (x.shape[1 + i] - 1) * st[i] - 2 * pd[i] + wt_size
-        out_size = 1 + st[i] * (x.shape[1 + i] - 1)
-        hi.append(conv_out - out_size + pd[i] + op[i])
-    return _conv_checked(x, w, [1] * nd, lo, hi, dl, st, groups, True, s)
+    return _general(x, w, [1] * nd, pd, list(pd), dl, st, groups, True,
+                    dev.resolve_stream(stream), transpose_pads=op)
 
 
 def conv_transpose1d(input: array, weight: array, /, stride: int = 1, padding: int = 0,
@@ -378,6 +369,5 @@ def convolve(a: array, v: array, /, mode: str = "full", *, stream: Any = None) -
         hi = lo if k % 2 else max(0, lo - 1)
     else:
         raise ValueError("[convolve] Invalid mode.")
-    _run_checks(x, w, 1)
-    out = _conv_checked(x, w, [1], [lo], [hi], [1], [1], 1, True, s)
+    out = _general(x, w, [1], [lo], [hi], [1], [1], 1, True, s)
     return reshape(out, [-1], stream=s)
