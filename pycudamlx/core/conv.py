@@ -199,6 +199,8 @@ def _conv(x: array, w: array, stride: list[int], lo: list[int], hi: list[int],
     win_shape = [groups, n, *out_sp, *ksz, cg]
     win_strides = ([cg, rs[0]] + [stride[i] * rs[i + 1] for i in range(nd)]
                    + [kdil[i] * rs[i + 1] for i in range(nd)] + [1])
+    if groups == 1:  # no group dim: a 3-D conv's windows stay within the kernels' 8 dims
+        win_shape, win_strides = win_shape[1:], win_strides[1:]
     win = as_strided(x, win_shape, win_strides, 0, stream=s)
     if groups == 1:
         cols = reshape(win, [rows, kprod * c_in], stream=s)
