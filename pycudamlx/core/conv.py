@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+import numpy as np
+
 from .. import dtypes as dt
 from . import device as dev
 from ._base import astype
@@ -31,13 +33,14 @@ from .shape import (_range_spec, as_strided, expand_dims, flip as _flip, pad, re
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_general", "conv_transpose1d",
            "conv_transpose2d", "conv_transpose3d", "convolve"]
 
+
 def _fmt(v: Sequence[int]) -> str:
     return "(" + ",".join(str(int(x)) for x in v) + ")"
 
 
 def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) or (
-        hasattr(v, "__index__") and not isinstance(v, (bool, float)) and not hasattr(v, "shape"))
+    """A Python or numpy integer (not a bool), as MLX's int arguments take."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 def _require_arrays(fn: str, a: Any, b: Any) -> None:
