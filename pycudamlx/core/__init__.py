@@ -39,6 +39,7 @@ from . import fft, linalg  # noqa: F401,E402
 from .linalg import norm as matrix_norm  # noqa: F401,E402
 from .misc import *  # noqa: F401,F403,E402
 from .io import *  # noqa: F401,F403,E402
+from .conv import *  # noqa: F401,F403,E402
 
 
 class NotYetImplemented(AttributeError):
@@ -50,8 +51,6 @@ class NotYetImplemented(AttributeError):
 _NOT_YET = {
     "transforms (autodiff and vmap)": ("grad", "value_and_grad", "vjp", "jvp", "vmap",
                                        "custom_function", "checkpoint"),
-    "convolutions": ("conv1d", "conv2d", "conv3d", "conv_general", "conv_transpose1d",
-                     "conv_transpose2d", "conv_transpose3d", "convolve"),
     "quantization": ("quantize", "dequantize", "quantized_matmul", "gather_qmm", "gather_qqmm",
                      "qqmm", "to_fp8", "from_fp8"),
     "batched and masked matmuls": ("block_masked_mm", "gather_mm", "segmented_mm"),
