@@ -39,6 +39,7 @@ from . import fft, linalg  # noqa: F401,E402
 from .linalg import norm as matrix_norm  # noqa: F401,E402
 from .misc import *  # noqa: F401,F403,E402
 from .io import *  # noqa: F401,F403,E402
+from .quantize import *  # noqa: F401,F403,E402
 
 
 class NotYetImplemented(AttributeError):
@@ -52,8 +53,7 @@ _NOT_YET = {
                                        "custom_function", "checkpoint"),
     "convolutions": ("conv1d", "conv2d", "conv3d", "conv_general", "conv_transpose1d",
                      "conv_transpose2d", "conv_transpose3d", "convolve"),
-    "quantization": ("quantize", "dequantize", "quantized_matmul", "gather_qmm", "gather_qqmm",
-                     "qqmm", "to_fp8", "from_fp8"),
+    "quantization": ("gather_qqmm", "qqmm", "to_fp8", "from_fp8"),
     "batched and masked matmuls": ("block_masked_mm", "gather_mm", "segmented_mm"),
     "export": ("export_function", "import_function", "exporter", "export_to_dot",
                "FunctionExporter"),
