@@ -217,3 +217,13 @@ def test_non_contiguous_and_wide():
     w = RNG.standard_normal((3, 4096)).astype(np.float32)[:, ::2]
     for bits in (3, 5, 6):
         _assert_same_quant(mx.quantize(mx.array(w), 128, bits), M.quantize(M.array(w), 128, bits))
+
+
+def test_empty_rows():
+    ours = mx.quantize(mx.zeros((0, 64)), 32, 4)
+    ref = M.quantize(M.zeros((0, 64)), 32, 4)
+    _assert_same_quant(ours, ref)
+    # MLX's dequantize fails on this ("Cannot infer the shape of an empty array"); we return it
+    assert mx.dequantize(*ours, 32, 4).shape == (0, 64)
+    assert [a.shape for a in mx.quantize(mx.zeros((2, 0, 64)), 32, 3)] == [(2, 0, 6), (2, 0, 2),
+                                                                           (2, 0, 2)]
