@@ -40,6 +40,7 @@ from .linalg import norm as matrix_norm  # noqa: F401,E402
 from .misc import *  # noqa: F401,F403,E402
 from .io import *  # noqa: F401,F403,E402
 from .conv import *  # noqa: F401,F403,E402
+from .quantize import *  # noqa: F401,F403,E402
 
 
 class NotYetImplemented(AttributeError):
@@ -51,8 +52,7 @@ class NotYetImplemented(AttributeError):
 _NOT_YET = {
     "transforms (autodiff and vmap)": ("grad", "value_and_grad", "vjp", "jvp", "vmap",
                                        "custom_function", "checkpoint"),
-    "quantization": ("quantize", "dequantize", "quantized_matmul", "gather_qmm", "gather_qqmm",
-                     "qqmm", "to_fp8", "from_fp8"),
+    "quantization": ("gather_qqmm", "qqmm", "to_fp8", "from_fp8"),
     "batched and masked matmuls": ("block_masked_mm", "gather_mm", "segmented_mm"),
     "export": ("export_function", "import_function", "exporter", "export_to_dot",
                "FunctionExporter"),

@@ -1,0 +1,305 @@
+"""Quantization: ``mx.quantize``, ``mx.dequantize``, ``mx.quantized_matmul``, ``mx.gather_qmm``.
+
+MLX's ``"affine"`` mode, built as a composition of existing lazy ops (min/max over groups,
+round, clip, uint32 shifts and sums, reshape, take, matmul), so it runs on the CPU and the GPU
+without a kernel of its own. The packed output is bit-identical to MLX's: every row of ``w`` is
+one little-endian bit stream in which element ``k`` holds bits ``[k*bits, (k+1)*bits)``, read
+as uint32 words (3-, 5- and 6-bit values straddle word boundaries). ``quantized_matmul`` is
+dequantize + matmul for now; a fused dequantizing GEMM kernel is the next step.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as dt
+from . import device as dev
+from ._base import as_array, astype
+from .array import array, from_data
+from .elementwise import (
+    abs as _abs, add, bitwise_and, bitwise_or, clip, divide, equal, greater, left_shift,
+    maximum, multiply, negative, not_equal, right_shift, round as _round, subtract, where,
+)
+from .indexing import take
+from .matmul import matmul
+from .reduce import max as _max, min as _min, sum as _sum
+from .shape import broadcast_to, concatenate, expand_dims, fmt_shape, reshape, swapaxes
+
+__all__ = ["quantize", "dequantize", "quantized_matmul", "gather_qmm"]
+
+_MODES = ("affine", "mxfp4", "mxfp8", "nvfp4")
+_AFFINE_BITS = (1, 2, 3, 4, 5, 6, 8)
+_AFFINE_GROUPS = (32, 64, 128)
+
+
+def _params(fn: str, group_size: int | None, bits: int | None, mode: str) -> tuple[int, int]:
+    """Validate mode/group_size/bits as MLX does and fill in the mode's defaults."""
+    if not isinstance(mode, str) or mode not in _MODES:
+        raise ValueError(f"[{fn}] Invalid quantization mode '{mode}'.")
+    if mode != "affine":
+        raise NotImplementedError(
+            f"[{fn}] Quantization mode '{mode}' is not implemented in pycudamlx yet; only "
+            "'affine' is supported.")
+    gs = 64 if group_size is None else int(group_size)
+    b = 4 if bits is None else int(bits)
+    if gs not in _AFFINE_GROUPS:
+        raise ValueError(f"[{fn}] The requested group size {gs} is not supported. The "
+                         "supported group sizes are 32, 64, and 128.")
+    if b not in _AFFINE_BITS:
+        raise ValueError(f"[{fn}] The requested number of bits {b} is not supported. The "
+                         "supported bits are 1, 2, 3, 4, 5, 6 and 8.")
+    return gs, b
+
+
+@lru_cache(maxsize=None)
+def _layout(bits: int) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray]:
+    """The repeating unit of the bit stream: ``L`` elements filling ``W`` whole words; for each
+    element its word index and bit offset, and which elements straddle into the next word."""
+    lcm = bits * 32 // math.gcd(bits, 32)
+    n_el, n_words = lcm // bits, lcm // 32
+    start = np.arange(n_el) * bits
+    word = start // 32
+    shift = start % 32
+    straddle = shift + bits > 32
+    return n_el, n_words, word, shift, straddle
+
+
+def _u32(values: Any) -> array:
+    return from_data(np.asarray(values, dtype=np.uint32), dt.uint32)
+
+
+def _pack(q: array, bits: int, s: Any) -> array:
+    """(R, K) uint32 values < 2**bits -> (R, K*bits/32) uint32 words (MLX's layout)."""
+    rows, k = q.shape
+    n_el, n_words, word, shift, straddle = _layout(bits)
+    units = reshape(q, (rows, k // n_el, n_el), stream=s)
+    lo = left_shift(units, _u32(shift), stream=s)  # bits past 32 fall off
+    if n_words == 1:
+        return reshape(_sum(lo, axis=-1, stream=s), (rows, k * bits // 32), stream=s)
+    hi_shift = np.where(straddle, 32 - shift, 0)
+    hi = right_shift(units, _u32(hi_shift), stream=s)
+    cols = []
+    for j in range(n_words):
+        idx = np.nonzero(word == j)[0]
+        part = _sum(lo[..., int(idx[0]):int(idx[-1]) + 1], axis=-1, keepdims=True, stream=s)
+        prev = np.nonzero((word == j - 1) & straddle)[0]
+        if len(prev):
+            part = add(part, hi[..., int(prev[0]):int(prev[0]) + 1], stream=s)
+        cols.append(part)
+    return reshape(concatenate(cols, axis=-1, stream=s), (rows, k * bits // 32), stream=s)
+
+
+def _unpack(w: array, bits: int, s: Any) -> array:
+    """(..., Kw) uint32 words -> (..., Kw*32/bits) uint32 values (inverse of ``_pack``)."""
+    lead, kw = w.shape[:-1], w.shape[-1]
+    n_el, n_words, word, shift, straddle = _layout(bits)
+    units = reshape(w, (*lead, kw // n_words, n_words), stream=s)
+    mask = _u32((1 << bits) - 1)
+    if n_words == 1:
+        vals = right_shift(expand_dims(units, -1, stream=s), _u32(shift), stream=s)
+        vals = reshape(vals, (*lead, kw // n_words, n_el), stream=s)
+    else:
+        lo = right_shift(take(units, _u32(word).astype(dt.int32), axis=-1, stream=s),
+                         _u32(shift), stream=s)
+        nxt = np.minimum(word + 1, n_words - 1)
+        hi_shift = np.where(straddle, 32 - shift, 0)
+        hi = left_shift(take(units, _u32(nxt).astype(dt.int32), axis=-1, stream=s),
+                        _u32(hi_shift), stream=s)
+        hi = multiply(hi, _u32(straddle.astype(np.uint32)), stream=s)
+        vals = bitwise_or(lo, hi, stream=s)
+    vals = bitwise_and(vals, mask, stream=s)
+    return reshape(vals, (*lead, kw * 32 // bits), stream=s)
+
+
+def _affine_params(w_max: array, w_min: array, n_bins: float, eps: float, s: Any
+                   ) -> tuple[array, array]:
+    """Scale and bias per group, snapped so that 0.0 is exactly representable (as MLX)."""
+    flip = greater(_abs(w_min, stream=s), _abs(w_max, stream=s), stream=s)
+    scale = maximum(divide(subtract(w_max, w_min, stream=s), n_bins, stream=s), eps, stream=s)
+    scale = where(flip, scale, negative(scale, stream=s), stream=s)
+    edge = where(flip, w_min, w_max, stream=s)
+    q0 = _round(divide(edge, scale, stream=s), stream=s)
+    nz = not_equal(q0, 0.0, stream=s)
+    scale = where(nz, divide(edge, q0, stream=s), scale, stream=s)
+    bias = where(nz, edge, 0.0, stream=s)
+    return scale, bias
+
+
+def quantize(w: array, /, group_size: int | None = None, bits: int | None = None,
+             mode: str = "affine", *, global_scale: array | None = None,
+             stream: Any = None) -> tuple[array, ...]:
+    """Quantize ``w`` in groups of ``group_size`` along its last axis (MLX's affine scheme):
+    returns ``(w_q, scales, biases)`` with ``w_q`` uint32-packed, bit-identical to MLX."""
+    gs, b = _params("quantize", group_size, bits, mode)
+    s = dev.resolve_stream(stream)
+    w = as_array(w)
+    if w.ndim < 2:
+        raise ValueError("[quantize] The matrix to be quantized must have at least 2 dimension "
+                         f"but it has only {w.ndim}.")
+    if w.dtype.kind != "f":
+        raise ValueError(f"[quantize] Only real floating types can be quantized but w has type "
+                         f"{w.dtype.name}.")
+    if w.dtype is dt.float64:
+        # MLX accepts it at call time and fails at evaluation; refuse it up front.
+        raise RuntimeError("[quantize] Only float32, float16 and bfloat16 inputs can be "
+                           "quantized (MLX's kernels do not support float64).")
+    if w.shape[-1] % gs:
+        raise ValueError("[quantize] The last dimension of the matrix needs to be divisible by "
+                         f"the quantization group size {gs}. However the provided  matrix has "
+                         f"shape {fmt_shape(w.shape)}")
+    lead, k = w.shape[:-1], w.shape[-1]
+    rows = math.prod(lead)
+    n_bins = float((1 << b) - 1)
+    eps = 1e-7
+    # MLX computes in float32 whatever the input dtype (its CPU kernel and fallback both do).
+    wf = reshape(astype(w, dt.float32, s), (rows, k // gs, gs), stream=s)
+    w_max = _max(wf, axis=-1, keepdims=True, stream=s)
+    w_min = _min(wf, axis=-1, keepdims=True, stream=s)
+    if b == 1:
+        # MLX's 1-bit scheme: two levels at the group's min and max, no zero snapping.
+        scale = maximum(subtract(w_max, w_min, stream=s), eps, stream=s)
+        bias = w_min
+    else:
+        scale, bias = _affine_params(w_max, w_min, n_bins, eps, s)
+    q = _round(divide(subtract(wf, bias, stream=s), scale, stream=s), stream=s)
+    q = astype(clip(q, 0.0, n_bins, stream=s), dt.uint32, s)
+    packed = _pack(reshape(q, (rows, k), stream=s), b, s)
+    out_shape = (*lead, k * b // 32)
+    g_shape = (*lead, k // gs)
+    return (reshape(packed, out_shape, stream=s),
+            reshape(astype(scale, w.dtype, s), g_shape, stream=s),
+            reshape(astype(bias, w.dtype, s), g_shape, stream=s))
+
+
+def _check_affine(fn: str, w: array, scales: array, biases: array | None, gs: int, b: int,
+                  ) -> None:
+    if biases is None:
+        raise ValueError(f"[{fn}] Biases must be provided for affine quantization.")
+    if w.dtype is not dt.uint32:
+        raise ValueError(f"[{fn}] The weight matrix should be uint32 but received "
+                         f"{w.dtype.name}")
+    if w.ndim < 2:
+        raise ValueError(f"[{fn}] The matrix to be dequantized must have at least 2 dimension "
+                         f"but it has only {w.ndim}.")
+    g_shape = (*w.shape[:-1], w.shape[-1] * 32 // b // gs)
+    if (scales.shape != biases.shape or scales.shape != g_shape
+            or (w.shape[-1] * 32) % (b * gs)):
+        raise ValueError(f"[{fn}] Shape of scales and biases does not match the matrix given "
+                         f"the quantization parameters. Provided matrix of shape "
+                         f"{fmt_shape(w.shape)} and scales/biases of shape "
+                         f"{fmt_shape(scales.shape)} with group_size={gs} and bits={b}.")
+
+
+def _dequantize(w: array, scales: array, biases: array, gs: int, b: int, out: dt.Dtype,
+                s: Any) -> array:
+    vals = _unpack(w, b, s)
+    lead, k = vals.shape[:-1], vals.shape[-1]
+    grouped = reshape(astype(vals, out, s), (*lead, k // gs, gs), stream=s)
+    sc = expand_dims(astype(scales, out, s), -1, stream=s)
+    bi = expand_dims(astype(biases, out, s), -1, stream=s)
+    return reshape(add(multiply(grouped, sc, stream=s), bi, stream=s), (*lead, k), stream=s)
+
+
+def dequantize(w: array, /, scales: array, biases: array | None = None,
+               group_size: int | None = None, bits: int | None = None, mode: str = "affine",
+               global_scale: array | None = None, dtype: dt.Dtype | None = None, *,
+               stream: Any = None) -> array:
+    """Undo ``quantize``: ``w_i = scale * q_i + bias`` per group, in ``dtype`` (default: the
+    scales' dtype)."""
+    gs, b = _params("dequantize", group_size, bits, mode)
+    s = dev.resolve_stream(stream)
+    w, scales = as_array(w), as_array(scales)
+    biases = None if biases is None else as_array(biases)
+    if dtype is not None and (not isinstance(dtype, dt.Dtype) or dtype.kind != "f"):
+        raise ValueError("[dequantize] Only real floating types are supported but output dtype "
+                         f"== {getattr(dtype, 'name', dtype)}.")
+    _check_affine("dequantize", w, scales, biases, gs, b)
+    out = dtype if dtype is not None else scales.dtype
+    return _dequantize(w, scales, biases, gs, b, out, s)
+
+
+def _qmm_prepare(fn: str, x: array, w: array, scales: array, biases: array | None,
+                 transpose: bool, gs: int, b: int) -> tuple[dt.Dtype, int, int]:
+    _check_affine(fn, w, scales, biases, gs, b)
+    k_full = w.shape[-1] * 32 // b
+    rows = w.shape[-2]
+    k, n = (k_full, rows) if transpose else (rows, k_full)
+    if x.ndim < 1 or x.shape[-1] != k:
+        tname = "true" if transpose else "false"
+        shp = (rows, k_full) if not transpose else (k_full, rows)
+        raise ValueError(f"[{fn}] Last dimension of first input with shape (..., "
+                         f"{x.shape[-1] if x.ndim else ''}) does not match the expanded "
+                         f"quantized matrix {fmt_shape(shp)} computed from shape "
+                         f"{fmt_shape(w.shape)} with group_size={gs}, bits={b} and "
+                         f"transpose={tname}")
+    out = dt.promote_types(x.dtype, scales.dtype)
+    if out.kind != "f":
+        out = dt.float32
+    return out, k, n
+
+
+def quantized_matmul(x: array, w: array, /, scales: array, biases: array | None = None,
+                     transpose: bool = True, group_size: int | None = None,
+                     bits: int | None = None, mode: str = "affine", *,
+                     stream: Any = None) -> array:
+    """``x @ dequantize(w).T`` (``transpose=True``) or ``x @ dequantize(w)``. Computed as
+    dequantize + matmul for now (a fused kernel is the next step)."""
+    gs, b = _params("quantized_matmul", group_size, bits, mode)
+    s = dev.resolve_stream(stream)
+    x, w, scales = as_array(x), as_array(w), as_array(scales)
+    biases = None if biases is None else as_array(biases)
+    out, _, _ = _qmm_prepare("quantized_matmul", x, w, scales, biases, transpose, gs, b)
+    # Dequantize and multiply in float32 (as MLX's kernels accumulate), round once at the end.
+    wd = _dequantize(w, scales, biases, gs, b, dt.float32, s)
+    if transpose:
+        wd = swapaxes(wd, -1, -2, stream=s)
+    return astype(matmul(astype(x, dt.float32, s), wd, stream=s), out, s)
+
+
+def _indices(idx: array | None, batch: tuple[int, ...], s: Any) -> array:
+    """Default gather indices: 0..prod(batch)-1 shaped as ``batch``."""
+    if idx is not None:
+        return as_array(idx)
+    n = math.prod(batch)
+    return reshape(from_data(np.arange(n, dtype=np.uint32), dt.uint32), batch, stream=s)
+
+
+def gather_qmm(x: array, w: array, /, scales: array, biases: array | None = None,
+               lhs_indices: array | None = None, rhs_indices: array | None = None,
+               transpose: bool = True, group_size: int | None = None, bits: int | None = None,
+               mode: str = "affine", global_scale: array | None = None, *,
+               sorted_indices: bool = False, stream: Any = None) -> array:
+    """Quantized ``gather_mm``: gathers matrices of ``x`` and ``w`` by flat batch index, then
+    multiplies (dequantize of the gathered weights + batched matmul)."""
+    gs, b = _params("gather_qmm", group_size, bits, mode)
+    s = dev.resolve_stream(stream)
+    x, w, scales = as_array(x), as_array(w), as_array(scales)
+    biases = None if biases is None else as_array(biases)
+    out, _, _ = _qmm_prepare("gather_qmm", x, w, scales, biases, transpose, gs, b)
+    if x.ndim < 2:
+        raise ValueError("[gather_qmm] x must have at least 2 dimensions.")
+    for name, idx in (("lhs", lhs_indices), ("rhs", rhs_indices)):
+        if idx is not None and as_array(idx).dtype.kind not in "iu":
+            raise ValueError(f"[gather_qmm] Got {name}_indices with invalid dtype. Indices must "
+                             "be integral.")
+    if lhs_indices is None and rhs_indices is None:
+        return quantized_matmul(x, w, scales, biases, transpose, gs, b, mode, stream=s)
+    xb, wb = x.shape[:-2], w.shape[:-2]
+    li = _indices(lhs_indices, xb, s)
+    ri = _indices(rhs_indices, wb, s)
+    from ._base import broadcast_shapes
+    bshape = broadcast_shapes(li.shape, ri.shape)
+    li = reshape(broadcast_to(li, bshape, stream=s), (-1,), stream=s)
+    ri = reshape(broadcast_to(ri, bshape, stream=s), (-1,), stream=s)
+    xs = take(reshape(x, (-1, *x.shape[-2:]), stream=s), li, axis=0, stream=s)
+    ws = take(reshape(w, (-1, *w.shape[-2:]), stream=s), ri, axis=0, stream=s)
+    ss = take(reshape(scales, (-1, *scales.shape[-2:]), stream=s), ri, axis=0, stream=s)
+    bs = take(reshape(biases, (-1, *biases.shape[-2:]), stream=s), ri, axis=0, stream=s)
+    wd = _dequantize(ws, ss, bs, gs, b, dt.float32, s)
+    if transpose:
+        wd = swapaxes(wd, -1, -2, stream=s)
+    res = astype(matmul(astype(xs, dt.float32, s), wd, stream=s), out, s)
+    return reshape(res, (*bshape, *res.shape[-2:]), stream=s)

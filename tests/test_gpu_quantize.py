@@ -1,0 +1,92 @@
+"""mx.quantize & co. on a GPU stream (strict mode: no host fallback). They are compositions of
+lazy ops, so every piece must run as a GPU kernel; the packed words, scales and biases must be
+bit-identical to the CPU stream's (which test_quantize.py checks against MLX)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pycudamlx.core as mx
+from pycudamlx import _env
+
+pytestmark = pytest.mark.gpu
+
+RNG = np.random.default_rng(5)
+
+
+@pytest.fixture(autouse=True)
+def _strict_gpu(gpu_device, monkeypatch):
+    monkeypatch.setattr(_env, "STRICT_GPU", True)
+    yield
+
+
+def _host(a) -> np.ndarray:
+    if a.dtype == mx.uint32:
+        return np.array(a)
+    return np.array(a.astype(mx.float32))
+
+
+def _on_gpu(a) -> None:
+    mx.eval(a)
+    assert type(a._data).__name__ == "GpuArray"
+
+
+@pytest.mark.parametrize("bits", (1, 2, 3, 4, 5, 6, 8))
+@pytest.mark.parametrize("gs", (32, 64, 128))
+@pytest.mark.parametrize("dtype", ("float32", "float16", "bfloat16"))
+def test_quantize_gpu_equals_cpu(bits, gs, dtype):
+    w = mx.array(RNG.standard_normal((37, 512)).astype(np.float32)).astype(getattr(mx, dtype))
+    ref = mx.quantize(w, gs, bits, stream=mx.cpu)
+    out = mx.quantize(w, gs, bits, stream=mx.gpu)
+    for o, r in zip(out, ref):
+        _on_gpu(o)
+        assert o.dtype == r.dtype and o.shape == r.shape
+        np.testing.assert_array_equal(_host(o), _host(r))
+    d = mx.dequantize(*out, gs, bits, stream=mx.gpu)
+    dr = mx.dequantize(*ref, gs, bits, stream=mx.cpu)
+    _on_gpu(d)
+    np.testing.assert_allclose(_host(d), _host(dr), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,bits", [((70000, 32), 4), ((66000, 32), 3), ((64, 8192), 6),
+                                        ((3, 5, 256), 5)])
+def test_quantize_gpu_large(shape, bits):
+    """> 2**16 rows and long rows: every kernel's multi-block path."""
+    w = mx.array(RNG.standard_normal(shape).astype(np.float32))
+    ref = mx.quantize(w, 32, bits, stream=mx.cpu)
+    out = mx.quantize(w, 32, bits, stream=mx.gpu)
+    for o, r in zip(out, ref):
+        _on_gpu(o)
+        np.testing.assert_array_equal(_host(o), _host(r))
+
+
+@pytest.mark.parametrize("transpose", (True, False))
+@pytest.mark.parametrize("dtype", ("float32", "float16", "bfloat16"))
+def test_quantized_matmul_gpu(transpose, dtype):
+    shape = (256, 512) if transpose else (512, 256)
+    w = mx.array(RNG.standard_normal(shape).astype(np.float32)).astype(getattr(mx, dtype))
+    x = mx.array(RNG.standard_normal((2, 33, 512)).astype(np.float32)).astype(getattr(mx, dtype))
+    q = mx.quantize(w, 64, 4, stream=mx.cpu)
+    ref = mx.quantized_matmul(x, *q, transpose=transpose, stream=mx.cpu)
+    out = mx.quantized_matmul(x, *q, transpose=transpose, stream=mx.gpu)
+    _on_gpu(out)
+    assert out.dtype == ref.dtype and out.shape == ref.shape == (2, 33, 256)
+    r = _host(ref)
+    # the GPU GEMM may use TF32 for float32; the bound covers it
+    tol = 2e-3 if dtype == "float32" else 2e-2
+    assert np.abs(_host(out) - r).max() <= tol * np.abs(r).max()
+
+
+def test_gather_qmm_gpu():
+    w = mx.array(RNG.standard_normal((4, 128, 256)).astype(np.float32))
+    x = mx.array(RNG.standard_normal((3, 2, 256)).astype(np.float32))
+    q = mx.quantize(w, 64, 8, stream=mx.cpu)
+    li = mx.array(np.array([0, 2, 1, 1], np.uint32))
+    ri = mx.array(np.array([3, 0, 1, 3], np.uint32))
+    ref = mx.gather_qmm(x, *q, lhs_indices=li, rhs_indices=ri, stream=mx.cpu)
+    out = mx.gather_qmm(x, *q, lhs_indices=li, rhs_indices=ri, stream=mx.gpu)
+    _on_gpu(out)
+    r = _host(ref)
+    assert out.shape == ref.shape
+    assert np.abs(_host(out) - r).max() <= 2e-3 * np.abs(r).max()

@@ -1,0 +1,229 @@
+"""mx.quantize / dequantize / quantized_matmul / gather_qmm on the CPU, against real MLX 0.32.4:
+the packed words, scales and biases must be bit-identical; dequantized values and products
+match MLX and a numpy float64 oracle within float tolerance."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pycudamlx.core as mx
+
+M = pytest.importorskip("mlx.core")
+
+RNG = np.random.default_rng(11)
+BITS = (1, 2, 3, 4, 5, 6, 8)
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+def _mine(x: np.ndarray, dtype: str = "float32"):
+    return mx.array(x).astype(getattr(mx, dtype))
+
+
+def _theirs(x: np.ndarray, dtype: str = "float32"):
+    return M.array(x).astype(getattr(M, dtype))
+
+
+def _np(a) -> np.ndarray:
+    """float arrays (bfloat16 included) as float32 numpy, uint32 as is; ours or MLX's."""
+    if "uint32" in str(a.dtype):
+        return np.array(a)
+    return np.array(a.astype(M.float32 if isinstance(a, M.array) else mx.float32))
+
+
+def _assert_same_quant(ours, ref):
+    assert len(ours) == len(ref) == 3
+    for o, r in zip(ours, ref):
+        assert o.shape == tuple(r.shape)
+        assert o.dtype.name == str(r.dtype).split(".")[-1]
+        np.testing.assert_array_equal(_np(o), _np(r))
+
+
+def _oracle_dequant(q: np.ndarray, scales: np.ndarray, biases: np.ndarray, gs: int,
+                    bits: int) -> np.ndarray:
+    """Independent unpacking: the row as one little-endian bit stream, LSB first."""
+    lead, kw = q.shape[:-1], q.shape[-1]
+    by = q.astype("<u4").reshape(-1, kw).view(np.uint8)
+    stream = np.unpackbits(by, axis=-1, bitorder="little")
+    k = kw * 32 // bits
+    vals = stream.reshape(-1, k, bits).astype(np.int64) @ (1 << np.arange(bits))
+    vals = vals.reshape(*lead, k // gs, gs).astype(np.float64)
+    out = vals * scales.astype(np.float64)[..., None] + biases.astype(np.float64)[..., None]
+    return out.reshape(*lead, k)
+
+
+@pytest.mark.parametrize("bits", BITS)
+@pytest.mark.parametrize("gs", (32, 64, 128))
+def test_quantize_bit_identical(bits, gs):
+    for dtype in DTYPES:
+        w = RNG.standard_normal((5, 256)).astype(np.float32)
+        ours = mx.quantize(_mine(w, dtype), gs, bits)
+        ref = M.quantize(_theirs(w, dtype), gs, bits)
+        _assert_same_quant(ours, ref)
+        # dequantize: equal to MLX and to the independent oracle
+        d = mx.dequantize(*ours, gs, bits)
+        dr = M.dequantize(*ref, gs, bits)
+        assert d.dtype.name == dtype and d.shape == (5, 256)
+        tol = 1e-6 if dtype == "float32" else 1e-2
+        np.testing.assert_allclose(_np(d), _np(dr), rtol=tol, atol=tol)
+        orc = _oracle_dequant(np.array(ours[0]), _np(ours[1]), _np(ours[2]), gs, bits)
+        np.testing.assert_allclose(_np(d), orc, rtol=tol, atol=tol * 10)
+
+
+@pytest.mark.parametrize("name,w", [
+    ("zeros", np.zeros((2, 64), np.float32)),
+    ("const", np.full((2, 64), 3.5, np.float32)),
+    ("negconst", np.full((2, 64), -0.25, np.float32)),
+    ("positive", RNG.random((3, 128)).astype(np.float32) + 1),
+    ("negative", -RNG.random((3, 128)).astype(np.float32) - 1),
+    ("huge", (RNG.standard_normal((2, 64)) * 1e30).astype(np.float32)),
+    ("tiny", (RNG.standard_normal((2, 64)) * 1e-9).astype(np.float32)),
+    ("integers", RNG.integers(-8, 8, (4, 64)).astype(np.float32)),
+    ("batched", RNG.standard_normal((2, 3, 64)).astype(np.float32)),
+    ("onerow", RNG.standard_normal((1, 32)).astype(np.float32)),
+])
+def test_quantize_edge_values(name, w):
+    for bits in BITS:
+        _assert_same_quant(mx.quantize(_mine(w), 32, bits), M.quantize(_theirs(w), 32, bits))
+
+
+def test_defaults_and_lazy_streams():
+    w = RNG.standard_normal((4, 128)).astype(np.float32)
+    q, s, b = mx.quantize(_mine(w), stream=mx.cpu)
+    assert q.shape == (4, 16) and s.shape == (4, 2)  # group_size=64, bits=4
+    _assert_same_quant((q, s, b), M.quantize(_theirs(w)))
+    d = mx.dequantize(q, s, b, dtype=mx.float16, stream=mx.cpu)
+    assert d.dtype == mx.float16
+    assert hasattr(mx, "quantize") and hasattr(mx, "gather_qmm")
+
+
+@pytest.mark.parametrize("bits", (2, 3, 4, 5, 8))
+@pytest.mark.parametrize("transpose", (True, False))
+def test_quantized_matmul(bits, transpose):
+    gs = 32
+    for dtype in DTYPES:
+        shape = (48, 96) if transpose else (96, 64)
+        n = shape[0] if transpose else shape[1]
+        w = RNG.standard_normal(shape).astype(np.float32)
+        x = RNG.standard_normal((2, 3, 96)).astype(np.float32)
+        ours = mx.quantize(_mine(w, dtype), gs, bits)
+        ref = M.quantize(_theirs(w, dtype), gs, bits)
+        r = mx.quantized_matmul(_mine(x, dtype), *ours, transpose=transpose, group_size=gs,
+                                bits=bits)
+        rr = M.quantized_matmul(_theirs(x, dtype), *ref, transpose=transpose, group_size=gs,
+                                bits=bits)
+        assert r.shape == tuple(rr.shape) == (2, 3, n)
+        assert r.dtype.name == str(rr.dtype).split(".")[-1]
+        wd = _oracle_dequant(np.array(ours[0]), _np(ours[1]), _np(ours[2]), gs, bits)
+        xd = _np(_mine(x, dtype)).astype(np.float64)
+        want = xd @ (wd.T if transpose else wd)
+        scale = np.abs(want).max()
+        tol = 1e-5 if dtype == "float32" else 1e-2 if dtype == "float16" else 2e-2
+        assert np.abs(_np(r) - want).max() <= tol * scale
+        assert np.abs(_np(r) - _np(rr)).max() <= 5 * tol * scale
+
+
+def test_quantized_matmul_shapes_and_dtypes():
+    w = RNG.standard_normal((8, 64)).astype(np.float32)
+    q, s, b = mx.quantize(_mine(w), 32, 4)
+    qr, sr, br = M.quantize(_theirs(w), 32, 4)
+    x = RNG.standard_normal((64,)).astype(np.float32)
+    r = mx.quantized_matmul(_mine(x), q, s, b, group_size=32)
+    assert r.shape == (8,)
+    np.testing.assert_allclose(np.array(r), np.array(M.quantized_matmul(_theirs(x), qr, sr, br,
+                                                                       group_size=32)),
+                               rtol=1e-5, atol=1e-5)
+    # half x with float32 scales promotes to float32 (as MLX)
+    r = mx.quantized_matmul(_mine(RNG.standard_normal((3, 64)), "float16"), q, s, b,
+                            group_size=32)
+    assert r.dtype == mx.float32
+    # broadcast batch dims
+    xb = RNG.standard_normal((2, 1, 5, 64)).astype(np.float32)
+    qb, sb, bb = (mx.stack([a, a]) for a in (q, s, b))
+    r = mx.quantized_matmul(_mine(xb), qb, sb, bb, group_size=32)
+    rr = M.quantized_matmul(_theirs(xb), *(M.stack([a, a]) for a in (qr, sr, br)),
+                            group_size=32)
+    assert r.shape == tuple(rr.shape) == (2, 2, 5, 8)
+    np.testing.assert_allclose(np.array(r), np.array(rr), rtol=1e-5, atol=1e-4)
+
+
+def test_gather_qmm():
+    w = RNG.standard_normal((4, 64, 128)).astype(np.float32)
+    x = RNG.standard_normal((3, 2, 128)).astype(np.float32)
+    ours, ref = mx.quantize(_mine(w), 64, 4), M.quantize(_theirs(w), 64, 4)
+    li = np.array([0, 2, 1, 1], np.uint32)
+    ri = np.array([3, 0, 1, 3], np.uint32)
+    r = mx.gather_qmm(_mine(x), *ours, lhs_indices=mx.array(li), rhs_indices=mx.array(ri))
+    rr = M.gather_qmm(_theirs(x), *ref, lhs_indices=M.array(li), rhs_indices=M.array(ri))
+    assert r.shape == tuple(rr.shape) == (4, 2, 64)
+    np.testing.assert_allclose(np.array(r), np.array(rr), rtol=1e-4, atol=1e-4)
+    ri2 = np.array([[3], [0], [2]], np.int32)
+    r = mx.gather_qmm(_mine(x[:, None]), *ours, rhs_indices=mx.array(ri2))
+    rr = M.gather_qmm(_theirs(x[:, None]), *ref, rhs_indices=M.array(ri2))
+    assert r.shape == tuple(rr.shape)
+    np.testing.assert_allclose(np.array(r), np.array(rr), rtol=1e-4, atol=1e-4)
+    # no indices: plain quantized_matmul over broadcast batches
+    r = mx.gather_qmm(_mine(x[:1]), *ours, transpose=True)
+    rr = M.gather_qmm(_theirs(x[:1]), *ref, transpose=True)
+    np.testing.assert_allclose(np.array(r), np.array(rr), rtol=1e-4, atol=1e-4)
+
+
+def test_errors():
+    w = _mine(RNG.standard_normal((4, 64)).astype(np.float32))
+    with pytest.raises(ValueError, match="group size 16 is not supported"):
+        mx.quantize(w, group_size=16)
+    with pytest.raises(ValueError, match="number of bits 7 is not supported"):
+        mx.quantize(w, bits=7)
+    with pytest.raises(ValueError, match="Invalid quantization mode 'foo'"):
+        mx.quantize(w, mode="foo")
+    for mode in ("mxfp4", "mxfp8", "nvfp4"):
+        with pytest.raises(NotImplementedError, match=mode):
+            mx.quantize(w, mode=mode)
+    with pytest.raises(ValueError, match="at least 2 dimension"):
+        mx.quantize(w[0])
+    with pytest.raises(ValueError, match="divisible by the quantization group size 32"):
+        mx.quantize(w[:, :40], group_size=32)
+    with pytest.raises(ValueError, match="Only real floating types"):
+        mx.quantize(w.astype(mx.int32))
+    with pytest.raises(RuntimeError, match="float64"):
+        mx.quantize(w.astype(mx.float64), stream=mx.cpu)
+    q, s, b = mx.quantize(w, 32, 4)
+    with pytest.raises(ValueError, match="Biases must be provided"):
+        mx.dequantize(q, s, None, group_size=32)
+    with pytest.raises(ValueError, match="Shape of scales and biases"):
+        mx.dequantize(q, s, b, group_size=64)
+    with pytest.raises(ValueError, match="Shape of scales and biases"):
+        mx.dequantize(q, s, b, group_size=32, bits=3)
+    with pytest.raises(ValueError, match="at least 2 dimension"):
+        mx.dequantize(q[0], s[0], b[0], group_size=32)
+    with pytest.raises(ValueError, match="output dtype == int32"):
+        mx.dequantize(q, s, b, group_size=32, dtype=mx.int32)
+    x = _mine(RNG.standard_normal((3, 64)).astype(np.float32))
+    with pytest.raises(ValueError, match="should be uint32 but received int32"):
+        mx.quantized_matmul(x, q.astype(mx.int32), s, b, group_size=32)
+    with pytest.raises(ValueError, match="does not match the expanded quantized matrix"):
+        mx.quantized_matmul(x[:, :32], q, s, b, group_size=32)
+    with pytest.raises(ValueError, match="transpose=false"):
+        mx.quantized_matmul(x, q, s, b, transpose=False, group_size=32)
+    with pytest.raises(ValueError, match="indices"):
+        mx.gather_qmm(x, q, s, b, rhs_indices=mx.array([0.5]), group_size=32)
+
+
+def test_non_contiguous_and_wide():
+    w = RNG.standard_normal((128, 6)).astype(np.float32)
+    ours = mx.quantize(mx.array(w).T, 32, 3)   # transposed view
+    ref = M.quantize(M.array(w).T, 32, 3)
+    _assert_same_quant(ours, ref)
+    w = RNG.standard_normal((3, 4096)).astype(np.float32)[:, ::2]
+    for bits in (3, 5, 6):
+        _assert_same_quant(mx.quantize(mx.array(w), 128, bits), M.quantize(M.array(w), 128, bits))
+
+
+def test_empty_rows():
+    ours = mx.quantize(mx.zeros((0, 64)), 32, 4)
+    ref = M.quantize(M.zeros((0, 64)), 32, 4)
+    _assert_same_quant(ours, ref)
+    # MLX's dequantize fails on this ("Cannot infer the shape of an empty array"); we return it
+    assert mx.dequantize(*ours, 32, 4).shape == (0, 64)
+    assert [a.shape for a in mx.quantize(mx.zeros((2, 0, 64)), 32, 3)] == [(2, 0, 6), (2, 0, 2),
+                                                                           (2, 0, 2)]
