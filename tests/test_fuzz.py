@@ -138,8 +138,31 @@ class _Hang(BaseException):
     pass
 
 
+#: Address space a single fuzzed call may add (Linux): a drawn size that asks for more gets a
+#: MemoryError (an allowed outcome, as MLX's "[malloc] Unable to allocate") instead of growing
+#: the test process until the kernel's OOM killer ends the whole CI run (seen once: 24 GB).
+CALL_MEMORY_LIMIT = 4 << 30
+
+
+def _address_space_cap():
+    try:
+        import resource
+
+        with open("/proc/self/statm") as f:
+            used = int(f.read().split()[0]) * resource.getpagesize()
+    except (ImportError, OSError, ValueError):
+        return None
+    old = resource.getrlimit(resource.RLIMIT_AS)
+    cap = used + CALL_MEMORY_LIMIT
+    if old[0] != resource.RLIM_INFINITY and old[0] < cap:
+        return None
+    resource.setrlimit(resource.RLIMIT_AS, (cap, old[1]))
+    return old
+
+
 def _call_with_limit(fn, *args, **kwargs):
-    """Call ``fn``; a call still running after TIME_LIMIT_S is a hang (SIGALRM interrupts it)."""
+    """Call ``fn``; a call still running after TIME_LIMIT_S is a hang (SIGALRM interrupts it),
+    and one that would add more than CALL_MEMORY_LIMIT of address space gets a MemoryError."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(
             signal, "setitimer"):
         return fn(*args, **kwargs)
@@ -148,12 +171,17 @@ def _call_with_limit(fn, *args, **kwargs):
         raise _Hang()
 
     old = signal.signal(signal.SIGALRM, on_alarm)
+    old_cap = _address_space_cap()
     signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT_S)
     try:
         return fn(*args, **kwargs)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        if old_cap is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, old_cap)
 
 
 def _check(label, fn, *args, **kwargs):
