@@ -11,6 +11,8 @@ uniform rounds exactly as MLX's chain of ops (divide, minimum, astype, multiply,
 
 from __future__ import annotations
 
+import math
+
 from typing import Any, Sequence
 
 import numpy as np
@@ -97,9 +99,7 @@ def bits_words(k0: int, k1: int, words: int) -> np.ndarray:
 
 def bits_numpy(key: np.ndarray, shape: tuple[int, ...], width: int) -> np.ndarray:
     """mx.random.bits: ``shape`` of uint8/16/32 (``width`` bytes) from one uint32[2] key."""
-    n = 1
-    for e in shape:
-        n *= e
+    n = math.prod(shape)
     nbytes = n * width
     words = bits_words(int(key[0]), int(key[1]), (nbytes + 3) // 4)
     raw = words.view(np.uint8)[:nbytes]
@@ -162,9 +162,7 @@ class RandomUniform(Primitive):
 
     def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
         shape, dtype = outs[0]
-        n = 1
-        for e in shape:
-            n *= e
+        n = math.prod(shape)
         k0, k1 = key_numpy(inputs[0])
         u = unit_numpy(bits_words(k0, k1, n), dtype)
         if self.range != 1.0 or self.low != 0.0:
@@ -200,9 +198,7 @@ class RandomNormal(Primitive):
         from .elementwise import cast_numpy
 
         shape, dtype = outs[0]
-        n = 1
-        for e in shape:
-            n *= e
+        n = math.prod(shape)
         k0, k1 = key_numpy(inputs[0])
         with np.errstate(all="ignore"):
             u = unit_numpy(bits_words(k0, k1, n), dt.float32)
@@ -245,9 +241,7 @@ class RandomRandint(Primitive):
         from .elementwise import cast_numpy
 
         shape, dtype = outs[0]
-        n = 1
-        for e in shape:
-            n *= e
+        n = math.prod(shape)
         k0, k1 = key_numpy(inputs[0])
         with np.errstate(all="ignore"):
             u = unit_numpy(bits_words(k0, k1, n), dt.float32)
@@ -281,9 +275,7 @@ class RandomBernoulli(Primitive):
 
     def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
         shape, _ = outs[0]
-        n = 1
-        for e in shape:
-            n *= e
+        n = math.prod(shape)
         k0, k1 = key_numpy(inputs[0])
         w = bits_words(k0, k1, n)
         if self.in_double:
