@@ -2,9 +2,10 @@
 
 Bandwidth-bound ops are reported as TB/s (bytes read + written over median time) and as a
 fraction of the device-to-device copy bandwidth measured in the same run (cuMemcpyDtoD on 1 GiB).
-GPU times come from CUDA events around the work on the implementation's stream after warm-up
-(median of --reps); MLX's CUDA build exposes no events, so it is timed by the host clock around
-eval + synchronize, as FIELD-NOTES does. Per-op overhead is host time per op of
+GPU times come from CUDA events around --reps back-to-back ops on the implementation's stream,
+one op already queued before the start event so that the GPU never waits for the host (median
+of three such batches, after warm-up); MLX's CUDA build exposes no events, so it is timed the
+same way by the host clock (async_eval each op, one synchronize). Per-op overhead is host time per op of
 ``x = x + b`` on 1,024 elements, with a sync after every op and with one sync after 10,000.
 
     python benchmarks/bench.py --json results.json        # all workloads, every peer present
@@ -32,6 +33,44 @@ log = logging.getLogger("bench")
 GiB = 1 << 30
 
 
+#: Timed batches per measurement (the median is reported).
+_SAMPLES = 3
+
+
+def _pipelined_ms(launch: Callable[[], Any], record: Callable[[Any], None],
+                  events: Callable[[], tuple[Any, Any]], reps: int) -> float:
+    """Milliseconds per op of ``reps`` back-to-back launches between two CUDA events (median of
+    ``_SAMPLES`` batches), the same method for every implementation.
+
+    One op is queued before the start event, so the GPU is busy while the host queues the
+    rest: the figure is the device's time per op, free of the Python launch cost that a
+    per-launch event pair would add to a short kernel (the per-op rows report that cost)."""
+    launch()
+    samples = []
+    for _ in range(_SAMPLES):
+        e0, e1 = events()
+        first = launch()
+        record(e0)
+        for _ in range(reps):
+            out = launch()
+        record(e1)
+        e1.synchronize()
+        samples.append(_elapsed_ms(e0, e1) / reps)
+        del first, out
+    return statistics.median(samples)
+
+
+def _elapsed_ms(e0: Any, e1: Any) -> float:
+    """Milliseconds between two recorded events of any of the implementations."""
+    if hasattr(e0, "elapsed_ms"):
+        return e0.elapsed_ms(e1)  # ours
+    if hasattr(e0, "elapsed_time"):
+        return e0.elapsed_time(e1)  # torch
+    import cupy
+
+    return cupy.cuda.get_elapsed_time(e0, e1)
+
+
 # ------------------------------------------------------------------------------------------------
 # Implementations: each gives (prepare(np_arrays) -> handles, run(handles) -> result, timer)
 
@@ -49,19 +88,17 @@ class Ours:
         self.st = st
 
     def time_gpu(self, fn: Callable[[], Any], reps: int) -> float:
-        e0, e1 = self.st.TimingEvent(self.dev), self.st.TimingEvent(self.dev)
-        out = fn()
-        self.mx.eval(out)
-        self.stream.synchronize()
-        times = []
-        for _ in range(reps):
-            e0.record(self.stream)
+        mx, s = self.mx, self.stream
+
+        def launch() -> Any:
             out = fn()
-            self.mx.eval(out)
-            e1.record(self.stream)
-            times.append(e0.elapsed_ms(e1))
-            del out
-        return statistics.median(times)
+            mx.eval(out)  # queues the kernels; the host does not wait
+            return out
+
+        return _pipelined_ms(launch, lambda e: e.record(s), self._events, reps)
+
+    def _events(self) -> tuple[Any, Any]:
+        return self.st.TimingEvent(self.dev), self.st.TimingEvent(self.dev)
 
     def sync(self) -> None:
         self.stream.synchronize()
@@ -77,17 +114,11 @@ class Torch:
 
     def time_gpu(self, fn: Callable[[], Any], reps: int) -> float:
         t = self.torch
-        fn()
-        t.cuda.synchronize()
-        times = []
-        for _ in range(reps):
-            e0, e1 = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
-            e0.record()
-            fn()
-            e1.record()
-            e1.synchronize()
-            times.append(e0.elapsed_time(e1))
-        return statistics.median(times)
+
+        def events() -> tuple[Any, Any]:
+            return t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+
+        return _pipelined_ms(fn, lambda e: e.record(), events, reps)
 
     def sync(self) -> None:
         self.torch.cuda.synchronize()
@@ -103,17 +134,8 @@ class Cupy:
 
     def time_gpu(self, fn: Callable[[], Any], reps: int) -> float:
         cp = self.cp
-        fn()
-        cp.cuda.Device().synchronize()
-        times = []
-        for _ in range(reps):
-            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-            e0.record()
-            fn()
-            e1.record()
-            e1.synchronize()
-            times.append(cp.cuda.get_elapsed_time(e0, e1))
-        return statistics.median(times)
+        return _pipelined_ms(fn, lambda e: e.record(), lambda: (cp.cuda.Event(), cp.cuda.Event()),
+                             reps)
 
     def sync(self) -> None:
         self.cp.cuda.Device().synchronize()
@@ -129,19 +151,24 @@ class MlxCuda:
             raise RuntimeError("MLX has no GPU backend here")
         self.mx = mlx
 
-    def time_gpu(self, fn: Callable[[], Any], reps: int, batch: int = 1) -> float:
+    def time_gpu(self, fn: Callable[[], Any], reps: int) -> float:
+        """Host clock around ``reps`` back-to-back ops (async_eval queues each without waiting)
+        and one synchronize, after one op already queued: MLX has no events to record."""
         mx = self.mx
         mx.eval(fn())
         mx.synchronize()
-        times = []
-        for _ in range(reps):
+        samples = []
+        for _ in range(_SAMPLES):
+            first = fn()
+            mx.async_eval(first)
             t0 = time.perf_counter()
-            outs = [fn() for _ in range(batch)]
-            mx.eval(outs)
+            for _ in range(reps):
+                out = fn()
+                mx.async_eval(out)
             mx.synchronize()
-            times.append((time.perf_counter() - t0) * 1e3 / batch)
-            del outs
-        return statistics.median(times)
+            samples.append((time.perf_counter() - t0) * 1e3 / reps)
+            del first, out
+        return statistics.median(samples)
 
     def sync(self) -> None:
         self.mx.synchronize()
@@ -173,17 +200,12 @@ def copy_bandwidth(impls: dict[str, Any], reps: int) -> float:
     a = memory.allocate(GiB, dev, memory.DEVICE, s)
     b = memory.allocate(GiB, dev, memory.DEVICE, s)
     memory.memset(a, 7, s)
-    e0, e1 = st.TimingEvent(dev), st.TimingEvent(dev)
-    times = []
-    for i in range(reps + 2):
-        e0.record(s)
-        driver.call(cu.cuMemcpyDtoDAsync, b.ptr, a.ptr, GiB, s.handle)
-        e1.record(s)
-        if i >= 2:
-            times.append(e0.elapsed_ms(e1))
+    ms = _pipelined_ms(lambda: driver.call(cu.cuMemcpyDtoDAsync, b.ptr, a.ptr, GiB, s.handle),
+                       lambda e: e.record(s), lambda: (st.TimingEvent(dev), st.TimingEvent(dev)),
+                       reps)
     a.free()
     b.free()
-    return 2 * GiB / (statistics.median(times) * 1e-3) / 1e12
+    return 2 * GiB / (ms * 1e-3) / 1e12
 
 
 def _binary_workload(impls: dict[str, Any], reps: int, dtype: str, shape_a: tuple[int, ...],
@@ -582,6 +604,8 @@ def versions(impls: dict[str, Any]) -> dict[str, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", default=[], help="workload name (repeat)")
+    parser.add_argument("--skip", action="append", default=[], help="leave this workload out "
+                        "(repeat; a trailing * matches a prefix: --skip 'h2d_*')")
     parser.add_argument("--impl", action="append", default=[], help="implementation (repeat)")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--json", type=Path, help="write raw results here")
@@ -590,20 +614,29 @@ def main() -> int:
     impls = load_impls(args.impl)
     copy_tbs = copy_bandwidth(impls, args.reps)
     log.info("device-to-device copy: %.2f TB/s", copy_tbs)
-    rows = []
-    names = args.only or list(WORKLOADS)
+    rows: list[dict[str, Any]] = []
+    doc = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "versions": versions(impls),
+           "copy_tbs": copy_tbs, "rows": rows, "reps": args.reps}
+    unknown = [k for k in args.only if k not in WORKLOADS]
+    if unknown:
+        parser.error(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(WORKLOADS)}")
+    names = [k for k in args.only or list(WORKLOADS) if not _skipped(k, args.skip)]
     for i, key in enumerate(names):
         title, unit, fn = WORKLOADS[key]
         log.info("[%d/%d] %s", i + 1, len(names), title)
+        started = time.perf_counter()
         res = fn(impls, args.reps)
         rows.append({"workload": key, "title": title, "unit": unit, "results": res})
-        log.info("    %s", "  ".join(f"{k} {v:.3g}" for k, v in res.items()) or "no results")
-    doc = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "versions": versions(impls),
-           "copy_tbs": copy_tbs, "rows": rows, "reps": args.reps}
-    if args.json:
-        args.json.write_text(json.dumps(doc, indent=1))
+        log.info("    %s   (%.0f s)", "  ".join(f"{k} {v:.3g}" for k, v in res.items())
+                 or "no results", time.perf_counter() - started)
+        if args.json:  # after every row: a run cut short still leaves its raw results
+            args.json.write_text(json.dumps(doc, indent=1))
     print_table(doc)
     return 0
+
+
+def _skipped(key: str, patterns: list[str]) -> bool:
+    return any(key == p or (p.endswith("*") and key.startswith(p[:-1])) for p in patterns)
 
 
 def print_table(doc: dict[str, Any]) -> None:

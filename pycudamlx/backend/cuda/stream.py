@@ -50,6 +50,10 @@ class TimingEvent:
     def record(self, stream: "CudaStream") -> None:
         call(driver.init().cuEventRecord, self.handle, stream.handle)
 
+    def synchronize(self) -> None:
+        """Block the host until the GPU has passed this event."""
+        call(driver.init().cuEventSynchronize, self.handle)
+
     def elapsed_ms(self, end: "TimingEvent") -> float:
         cu = driver.init()
         call(cu.cuEventSynchronize, end.handle)
