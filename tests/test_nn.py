@@ -655,3 +655,31 @@ def test_checkpoint_runs_the_function():
     model = nn.Linear(3, 2)
     x = mx.ones((2, 3))
     close(nn.utils.checkpoint(model)(x), M.array(np.array(model(x))))
+
+
+# ----------------------------------------------------------------------------- upsample
+@pytest.mark.parametrize("args,shape", [
+    ("2", (2, 3, 4, 2)), ("(2, 3)", (1, 3, 2, 2)), ("1.5", (1, 4, 5, 1)), ("(0.5, 2)", (1, 6, 3, 2)),
+    ("2, mode='linear'", (2, 3, 4, 2)), ("2, mode='linear', align_corners=True", (1, 3, 4, 2)),
+    ("(1.5, 2.5), mode='linear'", (1, 4, 3, 1)), ("3, mode='linear'", (1, 4, 2)),
+    ("2, mode='cubic'", (1, 4, 3, 2)), ("2, mode='cubic', align_corners=True", (1, 3, 3, 1)),
+    ("0.5, mode='linear', antialias=True", (1, 8, 6, 2)),
+    ("0.5, mode='cubic', antialias=True", (1, 8, 8, 1)),
+    ("2, mode='linear'", (1, 2, 3, 2, 1)),
+])
+def test_upsample(args, shape):
+    ours, theirs = eval(f"nn.Upsample({args})"), eval(f"MN.Upsample({args})")
+    assert repr(ours) == repr(theirs)
+    x, xm = rand(*shape)
+    close(ours(x), theirs(xm), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("call", [
+    "Upsample(2, mode='area')", "Upsample(2, antialias=True)",
+    "Upsample(2, mode='linear', align_corners=True, antialias=True)",
+    "Upsample(2)(X(3, 4))", "Upsample((2, 2))(X(1, 3, 4))",
+])
+def test_upsample_errors(call):
+    e_o = _error_of(lambda: eval("nn." + call, {"nn": nn, "X": lambda *s: mx.zeros(s)}))
+    e_t = _error_of(lambda: eval("MN." + call, {"MN": MN, "X": lambda *s: M.zeros(s)}))
+    assert e_o == e_t != None  # noqa: E711
