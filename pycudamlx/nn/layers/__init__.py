@@ -14,7 +14,7 @@ from .pooling import (  # noqa: F401
     AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d,
 )
 from .positional_encoding import ALiBi, RoPE, SinusoidalPositionalEncoding  # noqa: F401
-from .quantized import QuantizedEmbedding, QuantizedLinear, quantize  # noqa: F401
+from .quantized import QQLinear, QuantizedEmbedding, QuantizedLinear, quantize  # noqa: F401
 from .recurrent import GRU, LSTM, RNN  # noqa: F401
 from .upsample import Upsample  # noqa: F401
 from .transformer import (  # noqa: F401

@@ -44,15 +44,15 @@ class Linear(Module):
 
     def to_quantized(self, group_size: Optional[int] = None, bits: Optional[int] = None,
                      mode: str = "affine", quantize_input: bool = False) -> Module:
-        """A QuantizedLinear approximating this layer."""
-        from .quantized import QuantizedLinear
+        """A QuantizedLinear (or, with ``quantize_input``, a QQLinear) approximating this
+        layer."""
+        from .quantized import QQLinear, QuantizedLinear
 
         if quantize_input:
             if mode not in ("nvfp4", "mxfp8"):
                 raise ValueError("Quantized activations are only supported for 'nvfp4' and "
                                  f"'mxfp8' modes, got {mode}.")
-            raise NotImplementedError("QQLinear (quantized activations) is not implemented in "
-                                      "pycudamlx yet")
+            return QQLinear.from_linear(self, group_size, bits, mode)
         return QuantizedLinear.from_linear(self, group_size, bits, mode)
 
 

@@ -10,7 +10,7 @@ from ... import core as mx
 from ...utils import tree_map_with_path
 from .base import Module
 
-__all__ = ["QuantizedEmbedding", "QuantizedLinear", "quantize"]
+__all__ = ["QQLinear", "QuantizedEmbedding", "QuantizedLinear", "quantize"]
 
 _MODE_DEFAULTS = {"affine": (64, 4), "mxfp4": (32, 4), "nvfp4": (16, 4), "mxfp8": (32, 8)}
 
@@ -139,4 +139,65 @@ class QuantizedLinear(Module):
         _set_quantized(layer, linear_layer.weight, group_size, bits, mode)
         if "bias" in linear_layer:
             layer.bias = linear_layer.bias
+        return layer
+
+
+class QQLinear(Module):
+    """A Linear layer whose weight *and* input are quantized (``mx.qqmm``; modes nvfp4/mxfp8).
+    Dense weights in training mode, quantized in eval mode, as MLX. pycudamlx.core has neither
+    those modes nor ``qqmm`` yet, so eval mode and calls raise the core's error naming them."""
+
+    def __init__(self, input_dims: int, output_dims: int, group_size: int = None,
+                 bits: int = None, mode: str = "nvfp4") -> None:
+        super().__init__()
+        self.group_size, self.bits = _defaults_for_mode(mode, group_size, bits)
+        self.mode = mode
+        scale = math.sqrt(1 / input_dims)
+        self.weight = mx.random.uniform(low=-scale, high=scale, shape=(output_dims, input_dims))
+        self._quantized = False
+
+    def _extra_repr(self) -> str:
+        out_dims, in_dims = self.weight.shape
+        if self.weight.dtype == mx.uint32:
+            in_dims = in_dims * 32 // self.bits
+        return (f"input_dims={in_dims}, output_dims={out_dims}, group_size={self.group_size}, "
+                f"bits={self.bits}, mode={self.mode}")
+
+    def quantize(self) -> None:
+        """Replace the dense weight by its quantized form (eval mode)."""
+        if not self._quantized:
+            self.weight, self.scales = mx.quantize(self.weight, self.group_size, self.bits,
+                                                   mode=self.mode)
+            self._quantized = True
+
+    def dequantize(self) -> None:
+        """Back to a dense weight (training mode)."""
+        if self._quantized:
+            self.weight = mx.dequantize(self.weight, scales=self.scales,
+                                        group_size=self.group_size, bits=self.bits,
+                                        mode=self.mode)
+            self.__delattr__("scales")
+            self._quantized = False
+
+    def _set_training_mode(self, mode: bool) -> None:
+        super()._set_training_mode(mode)
+        if self._training:
+            self.dequantize()
+        else:
+            self.quantize()
+
+    def __call__(self, x: mx.array) -> mx.array:
+        return mx.qqmm(x, self["weight"], scales=self.get("scales"), group_size=self.group_size,
+                       bits=self.bits, mode=self.mode)
+
+    @classmethod
+    def from_linear(cls, linear_layer: Module, group_size: int = None, bits: int = None,
+                    mode: str = "nvfp4") -> "QQLinear":
+        """A QQLinear holding a bias-free Linear layer's weight."""
+        output_dims, input_dims = linear_layer.weight.shape
+        if linear_layer.get("bias") is not None:
+            raise NotImplementedError("QQLinear does not support bias yet.")
+        layer = cls(input_dims, output_dims, group_size, bits, mode=mode)
+        layer.weight = linear_layer.weight
+        layer.train(linear_layer.training)
         return layer
