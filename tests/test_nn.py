@@ -739,3 +739,52 @@ def test_value_and_grad_plumbing_with_a_stand_in(monkeypatch):
     optim_o = __import__("pycudamlx.optimizers", fromlist=["SGD"]).SGD(0.1)
     optim_o.update(ours, g_o)
     assert keys(ours.parameters()) == keys(theirs.parameters())
+
+
+def test_pycudamlx_run_serves_nn_and_optimizers(tmp_path, capsys):
+    from pycudamlx import mlx_compat
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import mlx.core as mx\n"
+        "import mlx.nn as nn\n"
+        "import mlx.optimizers as optim\n"
+        "from mlx.nn.layers.base import Module\n"
+        "from mlx.nn.losses import mse_loss\n"
+        "from mlx.utils import tree_map\n"
+        "model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())\n"
+        "opt = optim.AdamW(learning_rate=optim.cosine_decay(0.1, 10))\n"
+        "grads = tree_map(mx.ones_like, model.trainable_parameters())\n"
+        "opt.update(model, grads)\n"
+        "mx.eval(model.parameters(), opt.state)\n"
+        "loss = mse_loss(model(mx.ones((4, 3))), mx.zeros((4, 2)))\n"
+        "print(type(model).__module__, isinstance(model, Module), opt.step.item(),"
+        " loss.dtype)\n")
+    mlx_compat.run_script(str(script), [])
+    out = capsys.readouterr().out
+    assert "pycudamlx.nn.layers.containers True 1 mlx.core.float32" in out
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_layers_in_low_precision(dtype):
+    """set_dtype then forward: same result dtype as MLX, values within the dtype's precision."""
+    tol = 0.05 if dtype == "float16" else 0.2
+    for expr, shapes in LAYERS[::3]:
+        M.random.seed(1)
+        theirs = eval("MN." + expr.replace("nn.", "MN."))
+        mx.random.seed(1)
+        ours = eval("nn." + expr)
+        ours.update(to_ours(theirs.parameters()))
+        ours.set_dtype(getattr(mx, dtype))
+        theirs.set_dtype(getattr(M, dtype))
+        ours.eval(), theirs.eval()
+        ins = []
+        for s in shapes:
+            x = rng.standard_normal(s).astype(np.float32) if s is not None else None
+            ins.append((None, None) if x is None else
+                       (mx.array(x).astype(getattr(mx, dtype)), M.array(x, getattr(M, dtype))))
+        out_o, out_t = ours(*[a for a, _ in ins]), theirs(*[b for _, b in ins])
+        pairs = zip(out_o, out_t) if isinstance(out_o, tuple) else [(out_o, out_t)]
+        for a, b in pairs:
+            assert str(a.dtype) == str(b.dtype), expr
+            close(a.astype(mx.float32), b.astype(M.float32), rtol=tol, atol=tol)
