@@ -1,9 +1,10 @@
 """``nn.value_and_grad`` and ``nn.checkpoint``: transforms of functions of a model's
 trainable parameters, built on ``mx.value_and_grad`` / ``mx.checkpoint`` as MLX does.
 
-The core transforms are looked up when the returned function first runs (not at import or
-wrap time), so this module works as soon as pycudamlx.core provides them and raises the core's
-NotYetImplemented error, naming what is missing, until then.
+The core transform is applied when the function is wrapped, as MLX does; while the core does
+not provide it yet (NotYetImplemented, an AttributeError), wrapping still succeeds and the
+lookup is retried when the returned function runs, which raises the core's error naming what
+is missing until the transform exists.
 """
 
 from __future__ import annotations
@@ -17,6 +18,22 @@ from .layers.base import Module
 __all__ = ["average_gradients", "checkpoint", "value_and_grad"]
 
 
+def _transform_now_or_later(make: Callable[[], Callable]) -> Callable[[], Callable]:
+    """``make()`` now; if the core lacks the transform, again at each call until it works."""
+    try:
+        ready = make()
+    except AttributeError:
+        ready = None
+    cache = [ready]
+
+    def get() -> Callable:
+        if cache[0] is None:
+            cache[0] = make()
+        return cache[0]
+
+    return get
+
+
 def value_and_grad(model: Module, fn: Callable) -> Callable:
     """``fn(*args)``'s value and its gradient with respect to ``model.trainable_parameters()``
     (a tree of the same structure). ``fn`` reads the parameters through ``model``; during the
@@ -25,13 +42,11 @@ def value_and_grad(model: Module, fn: Callable) -> Callable:
         model.update(params)
         return fn(*args, **kwargs)
 
-    transformed: list = []
+    transformed = _transform_now_or_later(lambda: mx.value_and_grad(inner_fn))
 
     @wraps(fn)
     def wrapped_value_grad_fn(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
-        if not transformed:
-            transformed.append(mx.value_and_grad(inner_fn))
-        value, grad = transformed[0](model.trainable_parameters(), *args, **kwargs)
+        value, grad = transformed()(model.trainable_parameters(), *args, **kwargs)
         return value, grad
 
     return wrapped_value_grad_fn
@@ -48,16 +63,17 @@ def checkpoint(module: Module, fn: Optional[Callable] = None) -> Callable:
         module.update(params)
         return fn(*args, **kwargs)
 
-    transformed: list = []
+    def make() -> Callable:
+        try:
+            return mx.checkpoint(inner_fn)
+        except AttributeError:  # NotYetImplemented: checkpointing only saves memory
+            return inner_fn
+
+    checkpointed = make()
 
     @wraps(fn)
     def wrapped_checkpointed_fn(*args: Any, **kwargs: Any) -> Any:
-        if not transformed:
-            try:
-                transformed.append(mx.checkpoint(inner_fn))
-            except AttributeError:  # NotYetImplemented: checkpointing only saves memory
-                transformed.append(inner_fn)
-        return transformed[0](module.trainable_parameters(), *args, **kwargs)
+        return checkpointed(module.trainable_parameters(), *args, **kwargs)
 
     return wrapped_checkpointed_fn
 
