@@ -73,6 +73,8 @@ class _Pool(Module):
         if any(p[0] < 0 for p in padding):
             raise ValueError(f"[{name}] 'padding' must be non-negative but got "
                              f"{tuple(p[0] for p in padding)}.")
+        self._pooling_function = type(self)._reduce
+        self._padding_value = type(self)._padding_value
         self._kernel_size = kernel_size
         self._stride = stride
         self._padding = padding
@@ -87,7 +89,7 @@ class _Pool(Module):
             x = mx.pad(x, [(0, 0)] + self._padding + [(0, 0)],
                        constant_values=self._padding_value)
         windows = _sliding_windows(x, self._kernel_size, self._stride)
-        return type(self)._reduce(windows, self._axes)
+        return self._pooling_function(windows, self._axes)
 
 
 class MaxPool1d(_Pool):
