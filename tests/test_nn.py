@@ -775,3 +775,19 @@ def test_layers_in_low_precision(dtype):
         for a, b in pairs:
             assert str(a.dtype) == str(b.dtype), expr
             close(a.astype(mx.float32), b.astype(M.float32), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("call", [
+    "Linear(3, 4)(C.ones((2, 5)))", "Linear(3, 4, bias=False)(C.ones((2, 5)))",
+    "Embedding(4, 3)(C.ones((2,)))", "Conv2d(3, 4, 3)(C.ones((1, 5, 5, 2)))",
+    "MaxPool2d(2)(C.ones((4, 4)))", "LayerNorm(4)(C.ones((2, 3)))",
+    "RMSNorm(4)(C.ones((2, 3)))",
+    "MultiHeadAttention(8, 2)(C.ones((1, 3, 8)), C.ones((1, 4, 8)), C.ones((1, 5, 8)))",
+    "GRU(3, 4)(C.ones((2, 3)), C.ones((5,)))", "Bilinear(2, 3, 4)(C.ones((2, 2)), C.ones((3, 3)))",
+    "glu(C.ones((3, 5)))", "RoPE(4)(C.ones((2,)))",
+])
+def test_call_errors_match(call):
+    """Bad inputs reach the core op that rejects them, with MLX's class and message."""
+    e_o = _error_of(lambda: mx.eval(eval("nn." + call, {"nn": nn, "C": mx})))
+    e_t = _error_of(lambda: M.eval(eval("MN." + call, {"MN": MN, "C": M})))
+    assert e_o == e_t != None  # noqa: E711
