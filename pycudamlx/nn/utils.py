@@ -1,0 +1,87 @@
+"""``nn.value_and_grad`` and ``nn.checkpoint``: transforms of functions of a model's
+trainable parameters, built on ``mx.value_and_grad`` / ``mx.checkpoint`` as MLX does.
+
+The core transform is applied when the function is wrapped, as MLX does; while the core does
+not provide it yet (NotYetImplemented, an AttributeError), wrapping still succeeds and the
+lookup is retried when the returned function runs, which raises the core's error naming what
+is missing until the transform exists.
+"""
+
+from __future__ import annotations
+
+from functools import wraps
+from typing import Any, Callable, Optional
+
+from .. import core as mx
+from .layers.base import Module
+
+__all__ = ["average_gradients", "checkpoint", "value_and_grad"]
+
+
+def _transform_now_or_later(make: Callable[[], Callable]) -> Callable[[], Callable]:
+    """``make()`` now; if the core lacks the transform, again at each call until it works."""
+    try:
+        ready = make()
+    except AttributeError:
+        ready = None
+    cache = [ready]
+
+    def get() -> Callable:
+        if cache[0] is None:
+            cache[0] = make()
+        return cache[0]
+
+    return get
+
+
+def value_and_grad(model: Module, fn: Callable) -> Callable:
+    """``fn(*args)``'s value and its gradient with respect to ``model.trainable_parameters()``
+    (a tree of the same structure). ``fn`` reads the parameters through ``model``; during the
+    call the model holds the traced parameters (``model.update``), as in MLX."""
+    def inner_fn(params: dict, *args: Any, **kwargs: Any) -> Any:
+        model.update(params)
+        return fn(*args, **kwargs)
+
+    transformed = _transform_now_or_later(lambda: mx.value_and_grad(inner_fn))
+
+    @wraps(fn)
+    def wrapped_value_grad_fn(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        value, grad = transformed()(model.trainable_parameters(), *args, **kwargs)
+        return value, grad
+
+    return wrapped_value_grad_fn
+
+
+def checkpoint(module: Module, fn: Optional[Callable] = None) -> Callable:
+    """``fn`` (default: the module itself) with gradient checkpointing over the module's
+    trainable parameters: intermediates are recomputed in the backward pass. Without
+    ``mx.checkpoint`` in the core the call runs unchanged (same values, no memory saving)."""
+    if fn is None:
+        fn = module  # the module, not its __call__, so a later monkey-patch is honoured
+
+    def inner_fn(params: dict, *args: Any, **kwargs: Any) -> Any:
+        module.update(params)
+        return fn(*args, **kwargs)
+
+    def make() -> Callable:
+        try:
+            return mx.checkpoint(inner_fn)
+        except AttributeError:  # NotYetImplemented: checkpointing only saves memory
+            return inner_fn
+
+    checkpointed = make()
+
+    @wraps(fn)
+    def wrapped_checkpointed_fn(*args: Any, **kwargs: Any) -> Any:
+        return checkpointed(module.trainable_parameters(), *args, **kwargs)
+
+    return wrapped_checkpointed_fn
+
+
+def average_gradients(gradients: Any, group: Any = None, all_reduce_size: int = 32 * 1024**2,
+                      communication_stream: Any = None) -> Any:
+    """Average gradients over a distributed group. pycudamlx runs one process (a group of
+    size 1), so the gradients are returned unchanged, as MLX does for a size-1 group."""
+    if group is not None and getattr(group, "size", lambda: 1)() != 1:
+        raise NotImplementedError("distributed groups are not implemented in pycudamlx yet")
+    return gradients
