@@ -15,9 +15,10 @@ from pycudamlx.backend.cuda import array as gpu_array, compiler, fast, registry
 
 
 class _Kernel:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, max_threads: int = 1024) -> None:
         self.name = name
         self.calls: list[tuple] = []
+        self.max_threads = max_threads  # CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
 
     def __call__(self, grid, block, stream, *args, shared_bytes: int = 0) -> None:
         self.calls.append((grid, block, args))
@@ -154,6 +155,12 @@ def test_norm_launch(fake):
     fast.norm(xs, None, None, 1e-5, True, bf, fake.stream)
     (grid, block, args), = kernels[3].calls                 # layer norm, scalar
     assert args[4:] == (7, 4099, pytest.approx(1e-5), 0) and block == 1024 and grid == 7
+    # a kernel whose registers allow fewer threads launches no wider than that (on the H200
+    # these variants failed with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES at 1,024)
+    kernels[1].max_threads = 640
+    fast.norm(_arr(fake, (3, 40001), bf), None, None, 1e-5, False, bf, fake.stream)
+    (grid, block, args), = kernels[1].calls
+    assert block == 640 and args[4:6] == (3, 40001)
 
 
 def test_rope_launch(fake):

@@ -84,8 +84,10 @@ def test_gather_qmm_gpu():
     q = mx.quantize(w, 64, 8, stream=mx.cpu)
     li = mx.array(np.array([0, 2, 1, 1], np.uint32))
     ri = mx.array(np.array([3, 0, 1, 3], np.uint32))
-    ref = mx.gather_qmm(x, *q, lhs_indices=li, rhs_indices=ri, stream=mx.cpu)
-    out = mx.gather_qmm(x, *q, lhs_indices=li, rhs_indices=ri, stream=mx.gpu)
+    ref = mx.gather_qmm(x, *q, lhs_indices=li, rhs_indices=ri, group_size=64, bits=8,
+                        stream=mx.cpu)
+    out = mx.gather_qmm(x, *q, lhs_indices=li, rhs_indices=ri, group_size=64, bits=8,
+                        stream=mx.gpu)
     _on_gpu(out)
     r = _host(ref)
     assert out.shape == ref.shape

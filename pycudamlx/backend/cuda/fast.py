@@ -47,7 +47,9 @@ def _norm_plan(dtype: dt.Dtype, rows: int, n: int, aligned: bool, ln: bool,
         width = vec if wide else 1
         packs = n // width
         threads = -(-packs // _NORM_CACHE)
-        threads = max(32, min(1024, -(-threads // 32) * 32))
+        # No wider than the compiled kernel can launch: its registers decide (on the H200 the
+        # unvectorised variants failed to launch 1,024 threads, rows of 4,099 and 40,000).
+        threads = max(32, min(kernel.max_threads // 32 * 32, -(-threads // 32) * 32))
         cap = stream.device.properties.multiprocessors * max(1, 2048 // threads) * 4
         plan = (kernel, max(1, min(rows, cap)), threads)
         if len(_plans) > 4096:
