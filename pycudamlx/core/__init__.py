@@ -41,6 +41,7 @@ from .misc import *  # noqa: F401,F403,E402
 from .io import *  # noqa: F401,F403,E402
 from .conv import *  # noqa: F401,F403,E402
 from .quantize import *  # noqa: F401,F403,E402
+from ..transforms.vmap import vmap  # noqa: F401,E402
 
 
 class NotYetImplemented(AttributeError):
@@ -50,7 +51,7 @@ class NotYetImplemented(AttributeError):
 
 #: mlx.core names not provided yet, by area (the message names the area).
 _NOT_YET = {
-    "transforms (autodiff and vmap)": ("grad", "value_and_grad", "vjp", "jvp", "vmap",
+    "transforms (autodiff and vmap)": ("grad", "value_and_grad", "vjp", "jvp",
                                        "custom_function", "checkpoint"),
     "quantization": ("gather_qqmm", "qqmm", "to_fp8", "from_fp8"),
     "batched and masked matmuls": ("block_masked_mm", "gather_mm", "segmented_mm"),
