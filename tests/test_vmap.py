@@ -170,6 +170,18 @@ CASES = [
      [((3, 4, 5), F), ((3, 4, 1), I4)], 0, 0, False),
     ("scatter_set", lambda m, a, v: a.at[m.array([0, 2])].add(v), [((3, 4, 2), F), ((2,), F)],
      (0, None), 0, True),
+    ("scatter_add_shared", lambda m, a, v: a.at[m.array([0, 2, 0])].add(v),
+     [((3, 4, 2), F), ((2,), F)], (0, None), 0, False),
+    ("scatter_max_batched_v", lambda m, a, v: a.at[m.array([1, 3]), 0].maximum(v),
+     [((3, 4, 2), F), ((3, 2), F)], 0, 0, False),
+    ("scatter_batched_idx", lambda m, a, i, v: a.at[i].add(v),
+     [((3, 5, 2), F), ((3, 4), I5), ((3, 4, 2), F)], 0, 0, False),
+    ("scatter_idx_only", lambda m, a, i: a.at[i].multiply(2.0),
+     [((5, 2), F), ((3, 4), I5)], (None, 0), 0, False),
+    ("slice_update", lambda m, a, v: m.slice_update(a, v, m.array([1]), axes=(0,)),
+     [((3, 4, 2), F), ((3, 2, 2), F)], 0, 0, False),
+    ("dynamic_slice", lambda m, a: m.slice(a, m.array([1, 0]), (0, 1), (2, 2)),
+     [((3, 4, 3), F)], 0, 0, False),
     # mx.fast
     ("rms_norm", lambda m, x, w: m.fast.rms_norm(x, w, 1e-5), [((3, 2, 8), F), ((8,), F)],
      (0, None), 0, False),
@@ -242,6 +254,44 @@ def test_fallback_loop_matches(fn, specs, in_axes, out_axes, needs_loop, monkeyp
 
 # ----------------------------------------------------------------------------------------------
 # Where MLX 0.32.4 is wrong or refuses: numpy is the oracle
+
+
+# MLX 0.32.4 gives wrong values (scatters into slices, setitem) or refuses these; the oracle is
+# a Python loop over the batch of the unbatched function (itself tested against MLX elsewhere).
+LOOP_CASES = [
+    ("scatter_slice", lambda a, v: a.at[1:3].add(v), [((3, 4, 2), F), ((2,), F)], (0, None)),
+    ("dynamic_slice_batched_start", lambda a, i: mx.slice(a, i, (0,), (2,)),
+     [((3, 5), F), ((3, 1), I4)], 0),
+    ("dynamic_slice_update_batched_start",
+     lambda a, u, i: mx.slice_update(a, u, i, axes=(1,)), [((3, 2, 5), F), ((3, 2, 2), F),
+                                                           ((3, 1), I4)], 0),
+    ("dynamic_slice_update", lambda a, u, i: mx.slice_update(a, u, i, axes=(1,)),
+     [((3, 2, 5), F), ((2, 2), F), ((1,), I4)], (0, None, None)),
+    ("scatter_set_batched_idx", lambda a, i, v: _set(a, i, v),
+     [((3, 5, 2), F), ((3, 2), I5), ((3, 2, 2), F)], 0),
+    ("scatter_set_shared_idx", lambda a, v: _set(a, mx.array([4, 0]), v),
+     [((3, 5, 2), F), ((3, 2, 2), F)], 0),
+    ("qr", lambda a: mx.linalg.qr(a, stream=mx.cpu)[1], [((3, 4, 4), F)], 0),
+    ("multi_output_sibling_dropped", lambda a: mx.split(a, 3)[1] * 2, [((2, 6), F)], 0),
+]
+
+
+def _set(a, i, v):
+    b = a * 1
+    b[i] = v
+    return b
+
+
+@pytest.mark.parametrize("fn,specs,in_axes", [pytest.param(*c[1:], id=c[0]) for c in LOOP_CASES])
+def test_equals_python_loop(fn, specs, in_axes):
+    values = [mx.array(_data(s, d)) for s, d in specs]
+    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(values)
+    size = next(v.shape[0] for v, ax in zip(values, axes) if ax is not None)
+    expected = np.stack([np.array(fn(*[v[b] if ax is not None else v
+                                       for v, ax in zip(values, axes)]))
+                         for b in range(size)])
+    got = mx.vmap(fn, in_axes=in_axes)(*values)
+    np.testing.assert_allclose(np.array(got), expected, rtol=1e-5, atol=1e-5)
 
 
 def test_setitem_inside_vmap():

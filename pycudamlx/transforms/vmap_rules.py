@@ -327,3 +327,60 @@ def _scatter_axis(node: array, inputs: list, flags: list[bool], size: int) -> li
     a, idx, upd = (_full_batch(x, f, size, node) for x, f in zip(inputs, flags))
     upd = broadcast_to(upd, idx.shape, stream=node._stream)
     return _single(node, sh.ScatterAxis(node._prim.axis + 1), [a, idx, upd], size)
+
+
+@register(sh.SliceUpdate)
+def _slice_update(node: array, inputs: list, flags: list[bool], size: int) -> list[array]:
+    """a[view] = upd: the view gains the batch axis; upd broadcasts against it."""
+    a, upd = inputs
+    a = _full_batch(a, flags[0], size, node)
+    dst = node._prim.dst
+    if flags[1]:
+        upd = _lift(upd, len(dst.shape), node)
+    return _single(node, sh.SliceUpdate(_batched_spec(dst, size)), [a, upd], size)
+
+
+@register(sh.Scatter)
+def _scatter(node: array, inputs: list, flags: list[bool], size: int) -> list[array]:
+    """a[view][idx...] = upd (or combined): with shared indices the batch axis is one more
+    destination axis; with batched indices a batch index array joins them."""
+    p = node._prim
+    s = node._stream
+    a = _full_batch(inputs[0], flags[0], size, node)
+    dst = _batched_spec(p.dst, size)
+    nb = len(p.bshape)
+    rest = tuple(e for d, e in enumerate(p.dst.shape) if d not in p.axes)
+    upd_shape = tuple(p.bshape) + rest
+    upd = inputs[1]
+    if flags[1]:
+        upd = broadcast_to(_lift(upd, len(upd_shape), node), (size,) + upd_shape, stream=s)
+    else:
+        upd = broadcast_to(upd, (size,) + upd_shape, stream=s)
+    if not any(flags[2:]):
+        upd = moveaxis(upd, 0, nb, stream=s)
+        prim = sh.Scatter(dst, _shift(p.axes), p.bshape, p.op)
+        return _single(node, prim, [a, upd] + list(inputs[2:]), size)
+    idx = [_lift(x, nb, node) if f else x for x, f in zip(inputs[2:], flags[2:])]
+    prim = sh.Scatter(dst, (0,) + _shift(p.axes), (size,) + tuple(p.bshape), p.op)
+    return _single(node, prim, [a, upd, _batch_index(size, nb, node)] + idx, size)
+
+
+@register(sh.DynamicSlice)
+def _dynamic_slice(node: array, inputs: list, flags: list[bool], size: int
+                   ) -> list[array] | None:
+    if flags[1]:
+        return None  # a start per entry: slices of different places
+    return _single(node, sh.DynamicSlice(_shift(node._prim.axes)), inputs, size)
+
+
+@register(sh.DynamicSliceUpdate)
+def _dynamic_slice_update(node: array, inputs: list, flags: list[bool], size: int
+                          ) -> list[array] | None:
+    if flags[2]:
+        return None
+    a = _full_batch(inputs[0], flags[0], size, node)
+    upd = inputs[1]
+    upd = broadcast_to(upd if flags[1] else upd, (size,) + (upd.shape[1:] if flags[1]
+                                                            else upd.shape), stream=node._stream)
+    prim = sh.DynamicSliceUpdate(_shift(node._prim.axes))
+    return _single(node, prim, [a, upd, inputs[2]], size)
