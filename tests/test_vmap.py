@@ -109,6 +109,8 @@ CASES = [
     ("sort", lambda m, a: m.sort(a, axis=0), [((5, 4, 3), F)], 0, 0, False),
     ("argsort", lambda m, a: m.argsort(a), [((5, 7), F)], 1, 0, False),
     ("topk", lambda m, a: m.topk(a, 2), [((4, 6), F)], 0, 0, False),
+    ("partition_vs_sort", lambda m, a: m.sort(m.partition(a, 2, axis=-1), axis=-1),
+     [((3, 4, 6), F)], 0, 0, False),
     ("diff", lambda m, a: m.diff(a, n=2, axis=0), [((3, 6), F)], 0, 0, False),
     # matmul
     ("matmul_both", lambda m, a, b: a @ b, [((4, 2, 3), F), ((4, 3, 5), F)], 0, 0, False),
@@ -271,6 +273,10 @@ LOOP_CASES = [
      [((3, 5, 2), F), ((3, 2), I5), ((3, 2, 2), F)], 0),
     ("scatter_set_shared_idx", lambda a, v: _set(a, mx.array([4, 0]), v),
      [((3, 5, 2), F), ((3, 2, 2), F)], 0),
+    ("searchsorted", lambda v: mx.searchsorted(mx.array([-1.0, 0.0, 0.5, 2.0]), v),
+     [((3, 2, 4), F)], 0),
+    ("searchsorted_batched_seq", lambda s, v: mx.searchsorted(mx.sort(s), v),
+     [((3, 5), F), ((3, 4), F)], 0),
     ("qr", lambda a: mx.linalg.qr(a, stream=mx.cpu)[1], [((3, 4, 4), F)], 0),
     ("multi_output_sibling_dropped", lambda a: mx.split(a, 3)[1] * 2, [((2, 6), F)], 0),
 ]

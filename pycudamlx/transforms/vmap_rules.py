@@ -384,3 +384,12 @@ def _dynamic_slice_update(node: array, inputs: list, flags: list[bool], size: in
                                                             else upd.shape), stream=node._stream)
     prim = sh.DynamicSliceUpdate(_shift(node._prim.axes))
     return _single(node, prim, [a, upd, inputs[2]], size)
+
+
+@register(sorting.SearchSorted)
+def _searchsorted(node: array, inputs: list, flags: list[bool], size: int) -> list[array] | None:
+    """Values of any shape against one shared sorted sequence: the batch axis is one more
+    value axis. A batched sequence (one per entry) loops."""
+    if flags[0]:
+        return None
+    return _single(node, node._prim, inputs, size)
