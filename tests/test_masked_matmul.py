@@ -119,6 +119,16 @@ def test_block_masked_mm_errors_and_dtypes():
     _both(lambda m, a, b, o: m.block_masked_mm(a.astype(m.float16), b.astype(m.float16), 32,
                                                o.astype(m.float32)), a, b, mo, tol=5e-2)
     _both(lambda m, a, b, o: m.block_masked_mm(a[0], b, 32, None, o[:1, :2]), a, b, mo)
+    _both(lambda m, a, b, o: m.block_masked_mm(a[0], b, 32, o[0, :1], o[0]), a, b, mo)
+    _both(lambda m, a, b, o: m.block_masked_mm(a, b[:, 0], 32, o[:, 0], None, o[:, 0]), a, b,
+          mo)
+    a3, b3 = _f(2, 64, 96), _f(2, 96, 128)
+    for mask in [np.ones((2, 2, 3), bool), np.ones((3, 2, 2, 4), np.float32),
+                 np.ones((2, 2, 4), np.float32)]:
+        _both(lambda m, a, b, o: m.block_masked_mm(a, b, 32, o), a3, b3, mask)
+        _both(lambda m, a, b, o: m.block_masked_mm(a, b, 32, None, o), a3, b3, mask)
+    _both(lambda m, a, b, o: m.block_masked_mm(a[0], b, 32, None, o), a3, b3,
+          np.ones((2, 2, 3), bool))
 
 
 # ----------------------------------------------------------------------------------------------

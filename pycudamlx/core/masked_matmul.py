@@ -19,7 +19,7 @@ from .creation import arange, repeat, zeros
 from .elementwise import greater_equal, less, logical_and, multiply, where
 from .indexing import take
 from .matmul import matmul
-from .shape import expand_dims, fmt_shape, reshape, squeeze
+from .shape import broadcast_to, expand_dims, fmt_shape, reshape, squeeze
 
 __all__ = ["gather_mm", "block_masked_mm", "segmented_mm"]
 
@@ -112,7 +112,7 @@ def gather_mm(a: array, b: array, /, lhs_indices: array | None = None,
 def _block_mask(mask: array, block: int, rows: int, cols: int, expected: tuple[int, ...],
                 s: Any) -> array:
     """A (..., ceil(rows/block), ceil(cols/block)) mask expanded to (..., rows, cols)."""
-    broadcast_shapes(mask.shape, expected)  # MLX's error names the block shapes
+    mask = broadcast_to(mask, expected, stream=s)  # MLX's errors name the block shapes
     up = repeat(repeat(mask, block, -2, stream=s), block, -1, stream=s)
     return up[..., :rows, :cols]
 
@@ -140,28 +140,30 @@ def block_masked_mm(a: array, b: array, /, block_size: int = 64, mask_out: array
     a = astype(a, dtype, s)
     b = astype(b, dtype, s)
     a1, b1 = a.ndim == 1, b.ndim == 1
-    if a1:
+    if a1:  # a row vector: its masks lose the row-block axis too
         a = expand_dims(a, 0, stream=s)
+        mask_lhs = None if mask_lhs is None else expand_dims(mask_lhs, -2, stream=s)
+        mask_out = None if mask_out is None else expand_dims(mask_out, -2, stream=s)
     if b1:
         b = expand_dims(b, 1, stream=s)
+        mask_rhs = None if mask_rhs is None else expand_dims(mask_rhs, -1, stream=s)
+        mask_out = None if mask_out is None else expand_dims(mask_out, -1, stream=s)
     if a.ndim < 2 or b.ndim < 2:
         return matmul(a, b, stream=s)  # MLX's matmul error for 0-d operands
     _check_inner("block_masked_mm", a, b)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
 
-    def blocks(e: int) -> int:
-        return -(-e // block_size)
+    def blocks(*dims: int) -> tuple[int, ...]:
+        return batch + tuple(-(-e // block_size) for e in dims)
 
     if mask_lhs is not None:
-        a = _apply_mask(a, _block_mask(mask_lhs, block_size, m, k,
-                                       a.shape[:-2] + (blocks(m), blocks(k)), s))
+        a = _apply_mask(a, _block_mask(mask_lhs, block_size, m, k, blocks(m, k), s))
     if mask_rhs is not None:
-        b = _apply_mask(b, _block_mask(mask_rhs, block_size, k, n,
-                                       b.shape[:-2] + (blocks(k), blocks(n)), s))
+        b = _apply_mask(b, _block_mask(mask_rhs, block_size, k, n, blocks(k, n), s))
     out = matmul(a, b, stream=s)
     if mask_out is not None:
-        out = _apply_mask(out, _block_mask(mask_out, block_size, m, n,
-                                           out.shape[:-2] + (blocks(m), blocks(n)), s))
+        out = _apply_mask(out, _block_mask(mask_out, block_size, m, n, blocks(m, n), s))
     if a1:
         out = squeeze(out, -2, stream=s)
     if b1:
