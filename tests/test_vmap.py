@@ -148,6 +148,11 @@ CASES = [
      [((3, 2, 3), F)], 0, 0, False),
     ("tril", lambda m, a: m.tril(a, -1) + m.triu(a, 1), [((3, 4, 4), F)], 0, 0, False),
     ("flip_roll", lambda m, a: m.roll(a[::-1], 2, axis=0), [((3, 5), F)], 0, 0, False),
+    ("trace_diag", lambda m, a: (m.trace(a, 1), m.diagonal(a, -1)), [((3, 4, 5), F)], 0, 0,
+     False),
+    ("allclose", lambda m, a, b: m.allclose(a, b) & m.array_equal(a, a), [((4, 3), F),
+                                                                          ((4, 3), F)], 0, 0,
+     False),
     ("moveaxis", lambda m, a: m.moveaxis(a, 0, -1), [((2, 3, 4), F)], 1, 0, False),
     # indexing
     ("take_const_idx", lambda m, a: a[m.array([2, 0, 2])], [((3, 4, 2), F)], 0, 0, False),
@@ -278,6 +283,10 @@ LOOP_CASES = [
     ("searchsorted_batched_seq", lambda s, v: mx.searchsorted(mx.sort(s), v),
      [((3, 5), F), ((3, 4), F)], 0),
     ("qr", lambda a: mx.linalg.qr(a, stream=mx.cpu)[1], [((3, 4, 4), F)], 0),
+    ("inv_cholesky", lambda a: mx.linalg.cholesky(mx.linalg.inv(
+        a @ a.T + 4 * mx.eye(4), stream=mx.cpu), stream=mx.cpu), [((3, 4, 4), F)], 0),
+    ("eigh_svd", lambda a: mx.linalg.eigvalsh(a + a.T, stream=mx.cpu)
+     + mx.linalg.svd(a, compute_uv=False, stream=mx.cpu), [((3, 4, 4), F)], 0),
     ("multi_output_sibling_dropped", lambda a: mx.split(a, 3)[1] * 2, [((2, 6), F)], 0),
 ]
 

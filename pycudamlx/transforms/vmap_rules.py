@@ -19,7 +19,7 @@ from ..core.array import _Alias, array, make, make_multi
 from ..core.creation import arange, zeros
 from ..core.shape import broadcast_to, moveaxis, reshape, stack, transpose
 from ..graph.primitives import elementwise as ew
-from ..graph.primitives import fast, fft, matmul, random, reduce, shape as sh, sorting
+from ..graph.primitives import fast, fft, linalg, matmul, random, reduce, shape as sh, sorting
 from ..graph.primitives.shape import ViewSpec, identity_spec
 
 _log = logging.getLogger(__name__)
@@ -392,4 +392,24 @@ def _searchsorted(node: array, inputs: list, flags: list[bool], size: int) -> li
     value axis. A batched sequence (one per entry) loops."""
     if flags[0]:
         return None
+    return _single(node, node._prim, inputs, size)
+
+
+@register(sh.Trace)
+def _trace(node: array, inputs: list, flags: list[bool], size: int) -> list[array]:
+    return _single(node, sh.Trace(_batched_spec(node._prim.diag, size)), inputs, size)
+
+
+@register(ew.AllTrue)
+def _all_true(node: array, inputs: list, flags: list[bool], size: int) -> list[array]:
+    """Whether every element of each entry is true: an ``all`` over the entry's axes."""
+    flat = reshape(inputs[0], (size, -1), stream=node._stream)
+    return _single(node, reduce.Reduce("all", (1,), False), [flat], size)
+
+
+@register(linalg.QRF, linalg.SVD, linalg.Inverse, linalg.Cholesky, linalg.Eigh, linalg.Eig)
+def _linalg(node: array, inputs: list, flags: list[bool], size: int) -> list[array]:
+    """Factorizations over the last two axes, any leading axes (numpy's LAPACK batches)."""
+    if node._siblings is not None:
+        return _multi(node, node._prim, inputs, size)
     return _single(node, node._prim, inputs, size)
