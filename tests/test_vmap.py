@@ -197,7 +197,13 @@ CASES = [
     ("rms_norm_batched_w", lambda m, x, w: m.fast.rms_norm(x, w, 1e-5),
      [((3, 8), F), ((3, 8), F)], 0, 0, True),
     ("sdpa", lambda m, q, k, v: m.fast.scaled_dot_product_attention(q, k, v, scale=0.5),
-     [((2, 1, 2, 3, 4), F), ((2, 1, 2, 5, 4), F), ((2, 1, 2, 5, 4), F)], 0, 0, True),
+     [((2, 1, 2, 3, 4), F), ((2, 1, 2, 5, 4), F), ((2, 1, 2, 5, 4), F)], 0, 0, False),
+    ("sdpa_mask_shared_kv", lambda m, q, k, v, mk: m.fast.scaled_dot_product_attention(
+        q, k, v, scale=0.3, mask=mk), [((3, 2, 4, 3, 4), F), ((2, 2, 5, 4), F), ((2, 2, 5, 4), F),
+                                       ((3, 3, 5), "bool")], (0, None, None, 0), 0, False),
+    ("sdpa_causal_gqa", lambda m, q, k, v: m.fast.scaled_dot_product_attention(
+        q, k, v, scale=0.5, mask="causal"), [((2, 1, 4, 3, 4), F), ((2, 1, 2, 5, 4), F),
+                                             ((2, 1, 2, 5, 4), F)], 0, 0, False),
     # compositions
     ("conv1d", lambda m, x, w: m.conv1d(x, w, padding=1), [((3, 1, 7, 2), F), ((4, 3, 2), F)],
      (0, None), 0, False),

@@ -413,3 +413,21 @@ def _linalg(node: array, inputs: list, flags: list[bool], size: int) -> list[arr
     if node._siblings is not None:
         return _multi(node, node._prim, inputs, size)
     return _single(node, node._prim, inputs, size)
+
+
+@register(fast.ScaledDotProductAttention)
+def _sdpa(node: array, inputs: list, flags: list[bool], size: int) -> list[array] | None:
+    """Attention over (batch, heads, length, dim): the vmap axis folds into the batch axis
+    (q, k, v and the mask; shared sinks only)."""
+    p = node._prim
+    main = 3 + (1 if p.mask_kind else 0)
+    if p.has_sinks and flags[main]:
+        return None
+    s = node._stream
+    folded = []
+    for x, f in zip(inputs[:main], flags[:main]):
+        x = _full_batch(x, f, size, node)
+        folded.append(reshape(x, (size * x.shape[1],) + x.shape[2:], stream=s))
+    shape = (size * node._shape[0],) + node._shape[1:]
+    out = make(p, tuple(folded) + tuple(inputs[main:]), shape, node._dtype, s)
+    return [reshape(out, (size,) + node._shape, stream=s)]
