@@ -38,7 +38,8 @@ __all__ = ["vmap"]
 
 _EVAL_IN_TRANSFORM = ("[eval] Attempting to eval an array during function transformations like "
                       "compile or vmap is not allowed.")
-_SIGNATURE = "vmap(fun: Callable[P, R], in_axes: object = 0, out_axes: object = 0) -> Callable[P, R]"
+_SIGNATURE = ("vmap(fun: Callable[P, R], in_axes: object = 0, out_axes: object = 0) -> "
+              "Callable[P, R]")
 _INT32 = (-(2**31), 2**31 - 1)
 
 
