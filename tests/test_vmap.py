@@ -223,6 +223,7 @@ CASES = [
      0, 0, False),
     ("rope", lambda m, x: m.fast.rope(x, 4, traditional=False, base=10000.0, scale=1.0,
                                       offset=1), [((2, 1, 3, 4), F)], 0, 0, False),
+    ("hadamard", lambda m, a: m.hadamard_transform(a), [((3, 2, 24), F)], 0, 0, False),
     # axes and trees
     ("in_neg", lambda m, a, b: a - b, [((3, 4), F), ((4, 3), F)], (-1, 0), 0, False),
     ("out_axis", lambda m, a: a * 2, [((3, 4, 5), F)], 0, 2, False),
@@ -288,6 +289,9 @@ LOOP_CASES = [
      [((3, 2, 4), F)], 0),
     ("searchsorted_batched_seq", lambda s, v: mx.searchsorted(mx.sort(s), v),
      [((3, 5), F), ((3, 4), F)], 0),
+    # MLX: "[Primitive::vmap] Not implemented for GatherMM."
+    ("gather_mm", lambda a, b, i: mx.gather_mm(a, b, None, i),
+     [((3, 2, 4), F), ((5, 4, 3), F), ((3, 2), I5)], (0, None, 0)),
     ("qr", lambda a: mx.linalg.qr(a, stream=mx.cpu)[1], [((3, 4, 4), F)], 0),
     ("inv_cholesky", lambda a: mx.linalg.cholesky(mx.linalg.inv(
         a @ a.T + 4 * mx.eye(4), stream=mx.cpu), stream=mx.cpu), [((3, 4, 4), F)], 0),
