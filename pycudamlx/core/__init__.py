@@ -41,6 +41,9 @@ from .misc import *  # noqa: F401,F403,E402
 from .io import *  # noqa: F401,F403,E402
 from .conv import *  # noqa: F401,F403,E402
 from .quantize import *  # noqa: F401,F403,E402
+from .masked_matmul import *  # noqa: F401,F403,E402
+from .hadamard import *  # noqa: F401,F403,E402
+from ..transforms.vmap import vmap  # noqa: F401,E402
 
 
 class NotYetImplemented(AttributeError):
@@ -50,13 +53,12 @@ class NotYetImplemented(AttributeError):
 
 #: mlx.core names not provided yet, by area (the message names the area).
 _NOT_YET = {
-    "transforms (autodiff and vmap)": ("grad", "value_and_grad", "vjp", "jvp", "vmap",
+    "transforms (autodiff and vmap)": ("grad", "value_and_grad", "vjp", "jvp",
                                        "custom_function", "checkpoint"),
     "quantization": ("gather_qqmm", "qqmm", "to_fp8", "from_fp8"),
-    "batched and masked matmuls": ("block_masked_mm", "gather_mm", "segmented_mm"),
     "export": ("export_function", "import_function", "exporter", "export_to_dot",
                "FunctionExporter"),
-    "other ops": ("hadamard_transform", "depends"),
+    "other ops": ("depends",),
     "distributed": ("distributed",),
 }
 _NOT_YET_AREA = {name: area for area, names in _NOT_YET.items() for name in names}
