@@ -1,7 +1,7 @@
 """VJP rules of reductions, scans, softmax and diff.
 
-MLX's conventions: max/min give the whole cotangent to the first extreme element (argmax), the
-cumulative max/min to the latest one, and prod/cumprod are exact where the input has zeros.
+MLX's conventions: max/min share the cotangent equally between tied extremes, the cumulative
+max/min give it to the latest one, and prod/cumprod are exact where the input has zeros.
 """
 
 from __future__ import annotations
@@ -67,12 +67,10 @@ def _reduce(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     if op == "logsumexp":
         return [ctk * mx.exp(x - outk)]
     if op in ("max", "min"):
-        x2, perm, moved = _to_last(x, axes)
-        pick = (mx.argmax if op == "max" else mx.argmin)(x2, axis=-1, keepdims=True)
-        hot = mx.equal(mx.arange(x2.shape[-1]), pick.astype(mx.int32))
-        ct2 = mx.reshape(ctk, tuple(x2.shape[:-1]) + (1,))
-        g = mx.where(hot, ct2, mx.array(0, ct.dtype))
-        return [_from_last(g, perm, moved)]
+        # Ties share the cotangent equally (MLX's rule).
+        mask = mx.equal(x, outk)
+        count = mx.sum(mask, axis=list(axes), keepdims=True)
+        return [mx.where(mask, ctk / count.astype(ct.dtype), mx.array(0, ct.dtype))]
     if op == "prod":
         x2, perm, moved = _to_last(x, axes)
         left = mx.cumprod(x2, axis=-1, inclusive=False)
