@@ -39,7 +39,8 @@ def _close(ours, theirs, rtol=1e-4, atol=1e-5):
     assert tuple(ours.shape) == tuple(theirs.shape), (ours.shape, theirs.shape)
     assert ours.dtype.name == str(theirs.dtype).split(".")[-1].replace("bool_", "bool"), (
         ours.dtype, theirs.dtype)
-    np.testing.assert_allclose(_np(ours).astype(np.float64), _np(theirs).astype(np.float64),
+    wide = np.complex128 if ours.dtype.name == "complex64" else np.float64
+    np.testing.assert_allclose(_np(ours).astype(wide), _np(theirs).astype(wide),
                                rtol=rtol, atol=atol)
 
 
@@ -516,3 +517,41 @@ def test_missing_rule_names_the_primitive():
     x = mx.array([[2.0, 1.0], [1.0, 3.0]])
     with pytest.raises(ValueError, match="inverse"):
         mx.grad(lambda x: mx.linalg.inv(x, stream=mx.cpu).sum())(x)
+
+
+FFT_CASES = [
+    ("fft_abs", lambda m, x: m.sum(m.abs(m.fft.fft(x)) * m.arange(6))),
+    ("fft_real", lambda m, x: m.sum(m.fft.fft(x).real * m.arange(6))),
+    ("ifft_imag", lambda m, x: m.sum(m.fft.ifft(x * 2).imag * m.arange(6))),
+    ("rfft", lambda m, x: m.sum(m.abs(m.fft.rfft(x)) * m.arange(4))),
+    ("rfft_ortho_n", lambda m, x: m.sum(m.abs(m.fft.rfft(x, n=8)) ** 2)),
+    ("irfft", lambda m, x: m.sum(m.fft.irfft(m.fft.rfft(x * x)) * m.arange(6))),
+    ("irfft_odd", lambda m, x: m.sum(m.fft.irfft(m.fft.rfft(x) * (1 + 2j), n=5) ** 2)),
+    ("fft2", lambda m, x: m.sum(m.abs(m.fft.fft2(x.reshape(2, 3))))),
+    ("complex_mul", lambda m, x: m.sum((x.astype(m.complex64) * (1 + 2j)).imag
+                                       + m.abs(x.astype(m.complex64) * (2 - 1j)))),
+]
+
+
+@pytest.mark.parametrize("name,fn", FFT_CASES, ids=[c[0] for c in FFT_CASES])
+def test_fft_grad_matches_mlx(name, fn):
+    x = _rand(6)
+    _close(mx.grad(lambda a: fn(mx, a))(mx.array(x)), M.grad(lambda a: fn(M, a))(M.array(x)),
+           rtol=1e-3, atol=1e-4)
+
+
+COMPLEX_CASES = [
+    ("square_real", lambda m, z: (z * z).real.sum()),
+    ("exp", lambda m, z: m.exp(z).real.sum() + m.sin(z).imag.sum()),
+    ("abs", lambda m, z: m.abs(z).sum()),
+    ("divide", lambda m, z: (z / (2 + 1j)).real.sum() + (1 / z).imag.sum()),
+    ("fft", lambda m, z: m.fft.fft(z).real.sum() + m.abs(m.fft.ifft(z * z)).sum()),
+    ("matmul_conj", lambda m, z: m.abs(m.conj(z).reshape(2, 2) @ z.reshape(2, 2)).sum()),
+]
+
+
+@pytest.mark.parametrize("name,fn", COMPLEX_CASES, ids=[c[0] for c in COMPLEX_CASES])
+def test_complex_gradients_follow_mlx_convention(name, fn):
+    z = (_rand(4) + 1j * _rand(4)).astype(np.complex64)
+    _close(mx.grad(lambda a: fn(mx, a))(mx.array(z)), M.grad(lambda a: fn(M, a))(M.array(z)),
+           rtol=1e-3, atol=1e-4)

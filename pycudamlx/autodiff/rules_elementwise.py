@@ -1,6 +1,10 @@
 """VJP rules of the elementwise primitives: unary and binary op-table rows, astype, where,
 divmod, and the alias/copy nodes. MLX's conventions at ties: maximum's and minimum's gradient
-goes to the second operand where they are equal; abs and sign use sign(0) = 0."""
+goes to the second operand where they are equal; abs and sign use sign(0) = 0.
+
+Complex numbers follow MLX: a cotangent is dL/dRe + i dL/dIm, so a holomorphic op's rule uses
+the conjugate of its derivative (computed as conj(rule(conj(cotangent))), the rules being linear
+in the cotangent); abs, real, imag and conjugate have their own rules."""
 
 from __future__ import annotations
 
@@ -53,7 +57,7 @@ _UNARY: dict[str, Callable[[Any, Any, Any], Any]] = {
     "reciprocal": lambda x, o, c: -(c * (o * o)),
     "conjugate": lambda x, o, c: mx.conjugate(c),
     "real": lambda x, o, c: c,
-    "imag": lambda x, o, c: None,
+    "imag": lambda x, o, c: c * complex(0.0, 1.0),
 }
 # Piecewise constant, boolean or integer-valued: no gradient (MLX: zeros).
 for _name in ("sign", "floor", "ceil", "trunc", "round", "logical_not", "bitwise_invert",
@@ -66,7 +70,14 @@ def _unary(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     fn = _UNARY.get(prim.name)
     if fn is None:
         raise ValueError(f"[vjp] Not implemented for {prim.name}.")
-    return [fn(inputs[0], out, ct)]
+    x = inputs[0]
+    if x.dtype is mx.complex64 and prim.name not in _NOT_HOLOMORPHIC:
+        g = fn(x, out, mx.conjugate(ct))
+        return [None if g is None else mx.conjugate(g)]
+    return [fn(x, out, ct)]
+
+
+_NOT_HOLOMORPHIC = frozenset(("abs", "real", "imag", "conjugate"))
 
 
 def _none(a: Any, b: Any, o: Any, c: Any, w: list) -> tuple:
@@ -127,6 +138,9 @@ def _binary(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     fn = _BINARY.get(prim.name)
     if fn is None:
         raise ValueError(f"[vjp] Not implemented for {prim.name}.")
+    if out.dtype is mx.complex64:
+        return [None if g is None else mx.conjugate(g)
+                for g in fn(inputs[0], inputs[1], out, mx.conjugate(ct), wanted)]
     return list(fn(inputs[0], inputs[1], out, ct, wanted))
 
 

@@ -13,8 +13,8 @@ from typing import Any, Callable
 from .. import core as mx
 from .. import dtypes as dt
 from ..core.array import make
-from ..graph.primitives import (bitview, creation, fast as F, matmul as M, random as RND,
-                                sorting as S)
+from ..graph.primitives import (bitview, creation, fast as F, fft as FFT, matmul as M,
+                                random as RND, sorting as S)
 from .registry import register, register_single
 
 
@@ -45,6 +45,13 @@ def composite(fn: Callable[..., Any]) -> Callable[..., list]:
 
 @register_single(M.Matmul)
 def _matmul(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
+    if out.dtype is mx.complex64:  # conj(rule(conj(ct))): see rules_elementwise
+        return [None if g is None else mx.conjugate(g)
+                for g in _matmul_rule(prim, inputs, mx.conjugate(ct), wanted)]
+    return _matmul_rule(prim, inputs, ct, wanted)
+
+
+def _matmul_rule(prim: Any, inputs: tuple, ct: Any, wanted: list) -> list:
     a, b = inputs[0], inputs[1]
     ga = gb = gc = None
     c = ct if prim.alpha == 1.0 else ct * prim.alpha
@@ -163,3 +170,41 @@ def _sdpa_ref(prim: Any, q: Any, k: Any, v: Any, *extra: Any) -> Any:
 
 
 register(F.ScaledDotProductAttention)(composite(_sdpa_ref))
+
+
+# ---- fft ---------------------------------------------------------------------------------
+# MLX's convention (cotangent = dL/dRe + i dL/dIm): a complex transform's cotangent is the
+# adjoint transform, i.e. the transform in the other direction with the same scale.
+_ADJOINT_NORM = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+@register_single(FFT.FFT)
+def _fft(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
+    x = inputs[0]
+    s = ct._stream or out._stream
+    if not prim.real:
+        return [make(FFT.FFT(prim.axes, prim.n, not prim.inverse, False,
+                             _ADJOINT_NORM.get(prim.norm, prim.norm)), (ct,),
+                     x.shape, mx.complex64, s)]
+    last = prim.axes[-1]
+    n_last = prim.n[-1]
+    total = 1
+    for e in prim.n:
+        total *= e
+    m = (x if prim.inverse else ct).shape[last]
+    k = mx.arange(m)
+    interior = mx.logical_and(mx.greater(k, 0), mx.less(k, m - 1 + n_last % 2))
+    if not prim.inverse:
+        # rfft: as MLX, the unscaled inverse real transform of the cotangent with the bins
+        # that the Hermitian extension counts twice halved.
+        scale = {"ortho": 1.0 / total ** 0.5, "forward": 1.0 / total}.get(prim.norm, 1.0)
+        w = mx.reshape(mx.where(interior, 0.5 * scale, scale), (m,) + (1,) * (ct.ndim - last - 1))
+        return [make(FFT.FFT(prim.axes, prim.n, True, True, "forward"), (ct * w,), x.shape,
+                     mx.float32, s)]
+    # irfft: each bin but DC (and Nyquist, for even n) is used twice by the Hermitian extension.
+    scale = {"backward": 1.0 / total, "ortho": 1.0 / total ** 0.5}.get(prim.norm, 1.0)
+    g = make(FFT.FFT(prim.axes, prim.n, False, True, "backward"), (ct,), x.shape,
+             mx.complex64, s)
+    w = mx.where(interior, 2.0 * scale, scale)
+    w = mx.reshape(w, (m,) + (1,) * (x.ndim - last - 1))
+    return [g * w]
