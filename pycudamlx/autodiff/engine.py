@@ -43,25 +43,26 @@ class JvpMode:
 
 
 class Trace:
-    """While open, evaluation keeps the graph (``graph.evaluate.tape``); nests (grad of grad)."""
+    """While open, evaluation keeps the graph (``graph.evaluate.tape``); nests (grad of grad).
+    Traces in several threads share one tape, dropped when the last one closes."""
 
     __slots__ = ("tape",)
 
     def __enter__(self) -> dict:
         global _depth
-        _trace_lock.acquire()
-        if _ev.tape is None:
-            _ev.tape = {}
-        _depth += 1
-        self.tape = _ev.tape
+        with _trace_lock:
+            if _ev.tape is None:
+                _ev.tape = {}
+            _depth += 1
+            self.tape = _ev.tape
         return self.tape
 
     def __exit__(self, *exc: Any) -> None:
         global _depth
-        _depth -= 1
-        if _depth == 0:
-            _ev.tape = None
-        _trace_lock.release()
+        with _trace_lock:
+            _depth -= 1
+            if _depth == 0:
+                _ev.tape = None
 
 
 def leaf(x: array) -> array:
