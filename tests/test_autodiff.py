@@ -143,6 +143,11 @@ CASES += [
     ("setitem", lambda m, a, v: _setitem(m, a, v), [_rand(4, 3), _rand(3)]),
     ("at_add", lambda m, a, v: m.sum(a.at[m.array([0, 0, 2])].add(v) * m.arange(4)),
      [_rand(4), _rand(3)]),
+    ("at_maximum", lambda m, a, v: m.sum(a.at[m.array([0, 0, 2])].maximum(v) * m.arange(4)),
+     [np.array([1.0, 2, 3, 4], np.float32), np.array([5.0, 1, 3], np.float32)]),
+    ("at_minimum", lambda m, a, v: m.sum(a.at[m.array([1, 3])].minimum(v) * m.arange(4)),
+     [_rand(4), _rand(2)]),
+    ("at_set_slices", lambda m, a, v: m.sum(a.at[1:3].add(v) * m.arange(4)), [_rand(4), _rand(2)]),
     ("slice_update", lambda m, a, v: m.sum(m.slice_update(a, v, m.array([1]), axes=(0,))
                                            * m.arange(6)), [_rand(6), _rand(2)]),
     ("dynamic_slice", lambda m, a: m.sum(m.slice(a, m.array([1]), axes=(0,), slice_size=(2,))
@@ -500,6 +505,7 @@ ERRORS = [
     lambda m, x: m.jvp(lambda x: x * 2, [x], []),
     lambda m, x: m.jvp(lambda x: x * 2, [x], [m.ones(2)]),
     lambda m, x: m.checkpoint(3),
+    lambda m, x: m.grad(lambda x: x.at[m.array([0, 1])].multiply(m.array([5.0, 1.0])).sum())(x),
 ]
 
 

@@ -252,29 +252,39 @@ def _scatter_axis(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> 
     return [ga, None, gu]
 
 
+def _gather_dst(prim: Any, x: Any, idx: tuple) -> Any:
+    """What a Scatter's update positions hold in ``x`` (shaped like the update)."""
+    s = _stream(x)
+    v = make(P.View(prim.dst), (x,), prim.dst.shape, x.dtype, s)
+    if not prim.axes:
+        return v
+    rest = [e for d, e in enumerate(prim.dst.shape) if d not in prim.axes]
+    return make(P.Gather(prim.axes, prim.bshape), (v, *idx), tuple(prim.bshape) + tuple(rest),
+                x.dtype, s)
+
+
 @register_single(P.Scatter)
 def _scatter(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     a, upd = inputs[0], inputs[1]
     idx = inputs[2:]
-    if prim.op not in ("set", "add"):
-        raise ValueError(f"[vjp] Not implemented for scatter_{prim.op} (pycudamlx "
-                         "differentiates scatters that set or add).")
+    op = prim.op
+    if op == "prod":
+        raise RuntimeError("[scatter] VJP not implemented for scatter_prod")
     s = _stream(ct)
     ga = gu = None
+    zero = mx.array(0, ct.dtype)
     if wanted[0]:
-        if prim.op == "add":
+        if op == "add":
             ga = ct
-        else:
+        elif op == "set":
             ga = make(P.Scatter(prim.dst, prim.axes, prim.bshape, "set"),
                       (ct, _zeros(upd.shape, ct), *idx), a.shape, ct.dtype, s)
+        else:  # max / min: where the destination kept its value (ties: both get it, as MLX)
+            ga = mx.where(mx.equal(out, a), ct, zero)
     if wanted[1]:
-        v = make(P.View(prim.dst), (ct,), prim.dst.shape, ct.dtype, s)
-        if prim.axes:
-            rest = [e for d, e in enumerate(prim.dst.shape) if d not in prim.axes]
-            gu = make(P.Gather(prim.axes, prim.bshape), (v, *idx),
-                      tuple(prim.bshape) + tuple(rest), ct.dtype, s)
-        else:
-            gu = v
+        gu = _gather_dst(prim, ct, idx)
+        if op in ("max", "min"):
+            gu = mx.where(mx.equal(_gather_dst(prim, out, idx), upd), gu, zero)
     return [ga, gu] + [None] * len(idx)
 
 
