@@ -107,9 +107,38 @@ def _view(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     return [view_vjp(prim.spec, inputs[0].shape, ct)]
 
 
+def _chunk_axis(specs: Sequence[ViewSpec], in_shape: tuple[int, ...]) -> int | None:
+    """The axis along which ``specs`` cut the input into consecutive chunks, or None."""
+    nd = len(in_shape)
+    ident = tuple(((d, 1),) for d in range(nd))
+    axis = None
+    pos = 0
+    for spec in specs:
+        if spec.terms != ident:
+            return None
+        moved = [d for d in range(nd) if spec.shape[d] != in_shape[d] or spec.off[d]]
+        if len(moved) > 1 or (axis is not None and moved and moved[0] != axis):
+            return None
+        if moved:
+            axis = moved[0]
+        ax = axis if axis is not None else 0
+        if spec.off[ax] != pos:
+            return None
+        pos += spec.shape[ax]
+    if axis is None or pos != in_shape[axis]:
+        return None
+    return axis
+
+
 @register(P.Split)
 def _split(prim: Any, inputs: tuple, outs: list, cts: list, wanted: list) -> list:
     x = inputs[0]
+    axis = _chunk_axis(prim.specs, x.shape)
+    if axis is not None:  # mx.split: the cotangents side by side
+        like = next(c for c in cts if c is not None)
+        parts = [c if c is not None else _zeros(spec.shape, like)
+                 for spec, c in zip(prim.specs, cts)]
+        return [mx.concatenate(parts, axis=axis)]
     total = None
     for spec, ct in zip(prim.specs, cts):
         if ct is None:
