@@ -561,3 +561,54 @@ def test_complex_gradients_follow_mlx_convention(name, fn):
     z = (_rand(4) + 1j * _rand(4)).astype(np.complex64)
     _close(mx.grad(lambda a: fn(mx, a))(mx.array(z)), M.grad(lambda a: fn(M, a))(M.array(z)),
            rtol=1e-3, atol=1e-4)
+
+
+FAST_HALF = [
+    ("rms_norm", lambda m, x, w, b: m.sum(m.fast.rms_norm(x, w, 1e-5).astype(m.float32)
+                                          * m.arange(16)), [(4, 16), (16,), (16,)]),
+    ("layer_norm", lambda m, x, w, b: m.sum(m.fast.layer_norm(x, w, b, 1e-5).astype(m.float32)
+                                            * m.arange(16)), [(4, 16), (16,), (16,)]),
+    ("sdpa", lambda m, q, k, v: m.sum(m.fast.scaled_dot_product_attention(
+        q, k, v, scale=0.3, mask="causal").astype(m.float32) * m.arange(8)),
+     [(1, 2, 5, 8), (1, 1, 7, 8), (1, 1, 7, 8)]),
+    ("rope", lambda m, q, k, v: m.sum(m.fast.rope(q, 8, traditional=False, base=1e4, scale=1.0,
+                                                  offset=2).astype(m.float32) * m.arange(8)),
+     [(1, 2, 5, 8), (1,), (1,)]),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name,fn,shapes", FAST_HALF, ids=[c[0] for c in FAST_HALF])
+def test_fast_ops_half_precision_gradients(name, fn, shapes, dtype):
+    ins = [RNG.normal(size=s).astype(np.float32) for s in shapes]
+    ours = mx.grad(lambda *a: fn(mx, *a), argnums=(0, 1, 2))(
+        *[mx.array(i).astype(getattr(mx, dtype)) for i in ins])
+    theirs = M.grad(lambda *a: fn(M, *a), argnums=(0, 1, 2))(
+        *[M.array(i).astype(getattr(M, dtype)) for i in ins])
+    for a, b in zip(ours, theirs):
+        assert a.dtype.name == dtype
+        b32 = np.array(b.astype(M.float32))
+        scale = 1e-3 + float(np.max(np.abs(b32)))
+        assert float(np.max(np.abs(np.array(a.astype(mx.float32)) - b32))) <= 2e-2 * scale
+
+
+def test_checkpoint_of_a_parameter_tree_like_mlx_nn():
+    class Module:
+        def __init__(self):
+            self.params = {"w": mx.array([3.0, 4.0])}
+
+        def update(self, p):
+            self.params = p
+
+    m = Module()
+
+    def inner(params, x):
+        m.update(params)
+        return {"out": (m.params["w"] * x).sum(), "n": 3}
+
+    ck = mx.checkpoint(inner)
+    x = mx.array([1.0, 2.0])
+    v, (gp, gx) = mx.value_and_grad(lambda p, x: ck(p, x)["out"] * 2, argnums=(0, 1))(
+        {"w": mx.array([3.0, 4.0])}, x)
+    assert v.item() == 22.0
+    assert gp["w"].tolist() == [2.0, 4.0] and gx.tolist() == [6.0, 8.0]
