@@ -612,3 +612,27 @@ def test_checkpoint_of_a_parameter_tree_like_mlx_nn():
         {"w": mx.array([3.0, 4.0])}, x)
     assert v.item() == 22.0
     assert gp["w"].tolist() == [2.0, 4.0] and gx.tolist() == [6.0, 8.0]
+
+
+def test_custom_function_list_argument_and_outputs_like_mlx_nn_distributed():
+    def body(m):
+        @m.custom_function
+        def gather(shards):
+            return [s * 2 for s in shards]
+
+        @gather.vjp
+        def gather_vjp(shards, cotangents, outputs):
+            assert isinstance(cotangents, list) and isinstance(outputs, list)
+            return [c * 10 + s for c, s in zip(cotangents, shards)]
+
+        return gather
+
+    xs = [_rand(3), _rand(2)]
+    for m, conv in ((mx, mx.array), (M, M.array)):
+        g = body(m)
+        res = m.grad(lambda a: sum(m.sum(o * o) for o in g(a)))([conv(x) for x in xs])
+        if m is mx:
+            ours = res
+        else:
+            theirs = res
+    _close(ours, theirs)

@@ -138,9 +138,11 @@ def _custom_call_vjp(prim: CustomCall, inputs: tuple, outs: list, cts: list,
         zeros = [mx.zeros_like(p) for p in primal_arrays]
         _, result = vjp_flat(tangent_fn, zeros, cts)
     elif prim.vjp_fn is not None and not jvp_mode():
-        outputs = list(inputs[:n_out])
+        # Cotangents and outputs in the structure fun returned, as MLX passes them.
+        ct_tree = replace_arrays(prim.out_tree, iter(cts))
+        out_tree = replace_arrays(prim.out_tree, iter(inputs[:n_out]))
         r = prim.vjp_fn(_single_or_tuple(args) if len(prim.args) != 1 else args[0],
-                        _single_or_tuple(cts), _single_or_tuple(outputs), **prim.kwargs)
+                        ct_tree, out_tree, **prim.kwargs)
         if len(prim.args) == 1:
             one = isinstance(r, (tuple, list)) and len(r) == 1 and isinstance(prim.args[0],
                                                                                array)
