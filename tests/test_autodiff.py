@@ -506,6 +506,12 @@ ERRORS = [
     lambda m, x: m.jvp(lambda x: x * 2, [x], [m.ones(2)]),
     lambda m, x: m.checkpoint(3),
     lambda m, x: m.grad(lambda x: x.at[m.array([0, 1])].multiply(m.array([5.0, 1.0])).sum())(x),
+    lambda m, x: m.grad(lambda x: m.take(x, m.argmax(x)).sum())(x),
+    lambda m, x: m.grad(lambda x: x[m.argsort(x)].sum())(x),
+    lambda m, x: m.grad(lambda x: m.take_along_axis(x, m.argsort(x), axis=0).sum())(x),
+    lambda m, x: m.grad(lambda x: m.put_along_axis(x, m.argsort(x)[:1], m.array(0.0),
+                                                   axis=0).sum())(x),
+    lambda m, x: m.grad(lambda x: x.at[m.argmax(x)].add(1.0).sum())(x),
 ]
 
 
@@ -517,6 +523,13 @@ def test_errors_match_mlx(i):
     assert theirs[0] is not None
     assert ours[0] is theirs[0], (ours, theirs)
     assert ours[1] == theirs[1]
+
+
+def test_stop_gradient_on_indices_allows_them():
+    x = [3.0, 1.0, 2.0]
+    f = lambda m, x: m.sum(m.take_along_axis(  # noqa: E731
+        x, m.stop_gradient(m.argsort(x)), axis=0) * m.arange(3))
+    _close(mx.grad(lambda x: f(mx, x))(mx.array(x)), M.grad(lambda x: f(M, x))(M.array(x)))
 
 
 def test_missing_rule_names_the_primitive():

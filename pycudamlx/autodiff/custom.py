@@ -21,13 +21,33 @@ from .registry import register
 
 
 class StopGradient(AsType):
-    """The identity on values; the backward walk never crosses it."""
+    """The identity on values (the input's buffer, no copy: in-place updates never write into
+    buffers); the backward walk never crosses it."""
 
     __slots__ = ()
     name = "stop_gradient"
 
     def grad_inputs(self, n: int) -> Sequence[int]:
         return ()
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list:
+        return [inputs[0]]
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list:
+        return [inputs[0]]
+
+
+def stop(x: array) -> array:
+    """``stop_gradient(x)`` for index arrays the backward pass derives from primals."""
+    from ..core.array import make
+
+    return make(StopGradient(x._dtype), (x,), x._shape, x._dtype, x._stream or _default())
+
+
+def _default() -> Any:
+    from ..core import device as dev
+
+    return dev.resolve_stream(None)
 
 
 # ---- trees of arrays -----------------------------------------------------------------------

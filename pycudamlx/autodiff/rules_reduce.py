@@ -157,9 +157,10 @@ def _cum_extreme_vjp(op: str, x: Any, out: Any, ct: Any, axis: int) -> Any:
     shape[axis] = n
     pos = mx.reshape(mx.arange(n), shape)
     src = mx.cummax(mx.where(mx.equal(x, out), pos, -1), axis=axis)
+    from .custom import stop
     from .rules_shape import _scatter_along_axis
 
-    src = mx.broadcast_to(mx.maximum(src, 0), x.shape)
+    src = stop(mx.broadcast_to(mx.maximum(src, 0), x.shape))
     return _scatter_along_axis(x.shape, axis, src, ct)
 
 

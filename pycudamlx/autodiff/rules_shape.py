@@ -32,6 +32,13 @@ def _stream(*xs: Any) -> Any:
     return dev.resolve_stream(None)
 
 
+def _no_index_grad(op: str, wanted: list, first: int) -> None:
+    """MLX refuses to differentiate through indices that depend on a differentiated input."""
+    if any(wanted[first:]):
+        raise ValueError(f"[{op}] Cannot calculate VJP with respect to indices. Use "
+                         "stop_gradient on indices to stop gradients from being computed.")
+
+
 def _zeros(shape: Sequence[int], like: Any) -> Any:
     return mx.zeros(tuple(shape), dtype=like.dtype)
 
@@ -229,12 +236,14 @@ def _scatter_add(dst_shape: Sequence[int], axes: Sequence[int], bshape: Sequence
 def _gather(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     src = inputs[0]
     idx = inputs[1:]
+    _no_index_grad("gather", wanted, 1)
     return [_scatter_add(src.shape, prim.axes, prim.bshape, ct, idx)] + [None] * len(idx)
 
 
 @register_single(P.Take)
 def _take(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     src, idx = inputs
+    _no_index_grad("gather", wanted, 1)
     ax, ni = prim.axis, idx.ndim
     perm = list(range(ax, ax + ni)) + list(range(ax)) + list(range(ax + ni, ct.ndim))
     if perm != list(range(ct.ndim)):
@@ -261,6 +270,7 @@ def _scatter_along_axis(shape: Sequence[int], axis: int, idx: Any, ct: Any) -> A
 @register_single(P.GatherAxis)
 def _gather_axis(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     src, idx = inputs
+    _no_index_grad("gather_axis", wanted, 1)
     target = list(ct.shape)
     target[prim.axis] = src.shape[prim.axis]
     if idx.shape != ct.shape:
@@ -271,6 +281,7 @@ def _gather_axis(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> l
 @register_single(P.ScatterAxis)
 def _scatter_axis(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     a, idx, upd = inputs
+    _no_index_grad("scatter_axis", [wanted[1]], 0)
     s = _stream(ct)
     ga = gu = None
     if wanted[0]:
@@ -299,6 +310,7 @@ def _scatter(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     op = prim.op
     if op == "prod":
         raise RuntimeError("[scatter] VJP not implemented for scatter_prod")
+    _no_index_grad("scatter", wanted, 2)
     s = _stream(ct)
     ga = gu = None
     zero = mx.array(0, ct.dtype)
