@@ -199,8 +199,8 @@ def _outputs(value: Any, name: str) -> list[array]:
         return [value]
     if isinstance(value, (list, tuple)) and all(isinstance(v, array) for v in value):
         return list(value)
-    raise ValueError(f"[{name}] The function must return an array or a list/tuple of arrays, "
-                     f"not {dt._type_name(value)} (MLX fails with std::bad_cast).")
+    raise dt._bad_cast(f"[{name}] the function must return an array or a list/tuple of "
+                       f"arrays, not {dt._type_name(value)}")
 
 
 def vjp(fun: Callable, primals: Sequence[array], cotangents: Sequence[array]
