@@ -651,3 +651,39 @@ def test_custom_function_list_argument_and_outputs_like_mlx_nn_distributed():
         else:
             theirs = res
     _close(ours, theirs)
+
+
+def _transformer_loss(m, p, tokens, targets):
+    """Embedding, pre-norm attention block (RoPE, causal SDPA), GELU MLP, tied-free head, CE."""
+    x = p["emb"][tokens]                                         # (B, T, D)
+    B, T, D = x.shape
+    h = m.fast.layer_norm(x, p["ln1_w"], p["ln1_b"], 1e-5)
+    qkv = h @ p["qkv"].T
+    q, k, v = m.split(qkv, 3, axis=-1)
+    q, k, v = (t.reshape(B, T, 2, D // 2).transpose(0, 2, 1, 3) for t in (q, k, v))
+    q = m.fast.rope(q, D // 2, traditional=False, base=1e4, scale=1.0, offset=0)
+    k = m.fast.rope(k, D // 2, traditional=False, base=1e4, scale=1.0, offset=0)
+    o = m.fast.scaled_dot_product_attention(q, k, v, scale=(D // 2) ** -0.5, mask="causal")
+    x = x + o.transpose(0, 2, 1, 3).reshape(B, T, D) @ p["out"].T
+    h = m.fast.rms_norm(x, p["ln2_w"], 1e-5)
+    u = h @ p["up"].T
+    x = x + (0.5 * u * (1 + m.erf(u / math.sqrt(2)))) @ p["down"].T
+    logits = x @ p["head"].T
+    lse = m.logsumexp(logits, axis=-1)
+    picked = m.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+    return m.mean(lse - picked)
+
+
+def test_transformer_block_gradients_match_mlx():
+    D, V = 8, 11
+    shapes = {"emb": (V, D), "ln1_w": (D,), "ln1_b": (D,), "qkv": (3 * D, D), "out": (D, D),
+              "ln2_w": (D,), "up": (2 * D, D), "down": (D, 2 * D), "head": (V, D)}
+    init = {k: RNG.normal(0, 0.4, s).astype(np.float32) for k, s in shapes.items()}
+    tokens = RNG.integers(0, V, (2, 5)).astype(np.int32)
+    targets = RNG.integers(0, V, (2, 5)).astype(np.int32)
+    lo, go = mx.value_and_grad(lambda p, a, b: _transformer_loss(mx, p, a, b))(
+        {k: mx.array(v) for k, v in init.items()}, mx.array(tokens), mx.array(targets))
+    lt, gt = M.value_and_grad(lambda p, a, b: _transformer_loss(M, p, a, b))(
+        {k: M.array(v) for k, v in init.items()}, M.array(tokens), M.array(targets))
+    _close(lo, lt)
+    _close(go, gt, rtol=1e-3, atol=1e-5)

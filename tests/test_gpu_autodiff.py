@@ -11,7 +11,7 @@ from pycudamlx import _env
 
 pytest.importorskip("mlx.core")  # test_autodiff's cases compare with MLX on import
 
-from test_autodiff import CASES, _mlp  # noqa: E402
+from test_autodiff import CASES, _mlp, _transformer_loss  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -128,3 +128,24 @@ def test_grad_of_grad_and_jvp_on_gpu():
             return [_host(hv), _host(jv)]
 
     _assert_close(run(mx.gpu), run(mx.cpu), rtol=1e-3, atol=1e-4)
+
+
+def test_transformer_block_on_gpu():
+    D, V = 64, 100
+    shapes = {"emb": (V, D), "ln1_w": (D,), "ln1_b": (D,), "qkv": (3 * D, D), "out": (D, D),
+              "ln2_w": (D,), "up": (4 * D, D), "down": (D, 4 * D), "head": (V, D)}
+    init = {k: rng.normal(0, 0.1, s).astype(np.float32) for k, s in shapes.items()}
+    tokens = rng.integers(0, V, (4, 32)).astype(np.int32)
+    targets = rng.integers(0, V, (4, 32)).astype(np.int32)
+
+    def run(device):
+        with mx.stream(device):
+            loss, g = mx.value_and_grad(lambda p, a, b: _transformer_loss(mx, p, a, b))(
+                {k: mx.array(v) for k, v in init.items()}, mx.array(tokens), mx.array(targets))
+            mx.eval(loss, g)
+            return float(loss.item()), _host(g)
+
+    lg, gg = run(mx.gpu)
+    lc, gc = run(mx.cpu)
+    assert abs(lg - lc) < 1e-4 * max(1.0, abs(lc))
+    _assert_close(gg, gc, rtol=2e-3, atol=2e-5)
