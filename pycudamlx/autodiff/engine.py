@@ -16,7 +16,6 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Sequence
 
-from .. import dtypes as dt
 from ..graph import evaluate as _ev
 from ..core import device as dev
 from ..core.array import _ALIAS, array, make
@@ -241,7 +240,3 @@ def zeros_for(x: array) -> array:
     from ..core.creation import zeros_like
 
     return zeros_like(x)
-
-
-def is_inexact(d: dt.Dtype) -> bool:
-    return d.kind in "fc" or d is dt.bfloat16

@@ -89,8 +89,8 @@ def _shape_mismatch(out_shape: tuple, ct_shape: tuple, grad_hint: bool) -> Value
     return ValueError(msg)
 
 
-def _value_and_grad(name: str, fun: Callable, nums: list[int], names: list[str],
-                    single: bool) -> Callable:
+def _value_and_grad(name: str, fun: Callable, nums: list[int], names: list[str]
+                    ) -> Callable:
     def run(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
         for n in nums:
             if n >= len(args):
@@ -163,7 +163,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] | None = None,
     """A function returning ``(fun(*args), gradient)``: ``fun`` returns a scalar array, or a
     tuple whose first element is one (the rest is passed through)."""
     nums, names = _grad_args("value_and_grad", fun, argnums, argnames)
-    run = _value_and_grad("value_and_grad", fun, nums, names, True)
+    run = _value_and_grad("value_and_grad", fun, nums, names)
 
     @functools.wraps(fun)
     def value_and_grad_fn(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
@@ -177,7 +177,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] | None = None,
     """A function returning the gradient of ``fun`` (which returns a scalar array) with
     respect to the positional arguments ``argnums`` (default 0) and keyword ``argnames``."""
     nums, names = _grad_args("grad", fun, argnums, argnames)
-    run = _value_and_grad("grad", fun, nums, names, False)
+    run = _value_and_grad("grad", fun, nums, names)
 
     @functools.wraps(fun)
     def grad_fn(*args: Any, **kwargs: Any) -> Any:
