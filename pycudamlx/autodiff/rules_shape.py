@@ -171,11 +171,44 @@ def _as_strided(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> li
     return [_scatter_flat(in_shape, _flat_index(prim.shape, prim.offset, prim.strides), ct)]
 
 
+def _region_spec(region: Any, out_shape: tuple[int, ...]) -> ViewSpec | None:
+    """The ViewSpec over the contiguous output that addresses ``region`` (offset, shape and
+    element strides), or None when its strides are not multiples of the output's."""
+    offset, shape, strides = region
+    out_strides = contiguous_strides(out_shape)
+    off = []
+    rest = offset
+    for e, st in zip(out_shape, out_strides):
+        off.append(rest // st if e > 1 else 0)
+        rest -= off[-1] * st
+    if rest:
+        return None
+    terms = []
+    for n, st in zip(shape, strides):
+        if n == 1 or st == 0:
+            terms.append(() if st == 0 and n > 1 else ())
+            continue
+        for d, (e, ost) in enumerate(zip(out_shape, out_strides)):
+            if e > 1 and st % ost == 0 and abs(st // ost) < e:
+                terms.append(((d, st // ost),))
+                break
+        else:
+            return None
+    spec = ViewSpec(tuple(shape), tuple(off), tuple(terms))
+    if spec.apply(0, out_strides) != (offset, tuple(0 if n == 1 else st for n, st in
+                                                    zip(shape, strides))):
+        return None
+    return spec
+
+
 @register_single(P.Assemble)
 def _assemble(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     grads: list[Any] = [None] * len(inputs)
 
     def region(r: Any) -> Any:
+        spec = _region_spec(r, ct.shape)
+        if spec is not None:  # a zero-copy view of the cotangent
+            return make(P.View(spec), (ct,), spec.shape, ct.dtype, _stream(ct))
         offset, shape, strides = r
         return mx.as_strided(ct, shape, strides, offset)
 
