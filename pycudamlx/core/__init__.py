@@ -35,6 +35,7 @@ from . import random  # noqa: F401,E402
 from .sorting import *  # noqa: F401,F403,E402
 from .reduce import *  # noqa: F401,F403,E402
 from .transforms import *  # noqa: F401,F403,E402
+from .autodiff import *  # noqa: F401,F403,E402
 from . import fft, linalg  # noqa: F401,E402
 from .linalg import norm as matrix_norm  # noqa: F401,E402
 from .misc import *  # noqa: F401,F403,E402
@@ -53,8 +54,6 @@ class NotYetImplemented(AttributeError):
 
 #: mlx.core names not provided yet, by area (the message names the area).
 _NOT_YET = {
-    "transforms (autodiff and vmap)": ("grad", "value_and_grad", "vjp", "jvp",
-                                       "custom_function", "checkpoint"),
     "quantization": ("gather_qqmm", "qqmm", "to_fp8", "from_fp8"),
     "export": ("export_function", "import_function", "exporter", "export_to_dot",
                "FunctionExporter"),

@@ -25,6 +25,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from .. import dtypes as dt
+from ..graph import evaluate as _graph_eval
 from ..graph.evaluate import evaluate, to_numpy
 from ..graph.primitive import OutSpec, Primitive
 from . import device as dev
@@ -875,6 +876,12 @@ def _overwrite(self: array, new: array) -> None:
         _swap_sibling(old, self, old)
     if old._prim is not None:
         _register(old, old._inputs)
+    else:
+        tape = _graph_eval.tape
+        if tape is not None:  # a gradient trace keeps the old value's graph (autodiff)
+            rec = tape.pop(id(self), None)
+            if rec is not None:
+                tape[id(old)] = (old,) + rec[1:]
     # 2. Pending consumers of self read old instead.
     cons = self._cons
     if cons is not None:

@@ -52,11 +52,12 @@ def enable_compile() -> None:
 
 
 def stop_gradient(a: array, /, *, stream: Any = None) -> array:
-    """The identity on values: a new array (later in-place updates of ``a`` do not reach it)."""
-    from ..graph.primitives.elementwise import AsType
+    """The identity on values that gradients do not cross (a new array: later in-place updates
+    of ``a`` do not reach it)."""
+    from ..autodiff.custom import StopGradient
 
     if not isinstance(a, array):
         raise dt._incompatible_arguments(
             "stop_gradient(a: array, /, *, stream: StreamOrDevice = None) -> array",
             a)
-    return make(AsType(a._dtype), (a,), a._shape, a._dtype, dev.resolve_stream(stream))
+    return make(StopGradient(a._dtype), (a,), a._shape, a._dtype, dev.resolve_stream(stream))

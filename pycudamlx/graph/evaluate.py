@@ -19,6 +19,11 @@ from .primitive import StrictGpuError
 
 _lock = threading.RLock()
 
+#: While a gradient trace runs (pycudamlx.autodiff), a dict that keeps, for every node evaluated
+#: meanwhile, what evaluation drops: id -> (node, primitive, inputs, siblings). A function under
+#: ``mx.grad`` may evaluate (``.item()``, printing, ``mx.eval``) and its graph must survive that.
+tape: dict | None = None
+
 
 _gpu_array_module: Any = None
 _memory_module: Any = None
@@ -113,6 +118,10 @@ def _run(node: Any) -> None:
                 r = r.reshape(shape)
             track_host(r)  # CPU buffers count in the memory statistics, as in MLX
             results.append(r)
+    if tape is not None:
+        for t in targets:
+            if t is not None:
+                tape[id(t)] = (t, prim, inputs, sib)
     for t, r in zip(targets, results):
         if t is not None:
             t._data = r

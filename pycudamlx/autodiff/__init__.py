@@ -1,0 +1,6 @@
+"""Automatic differentiation of pycudamlx graphs (mx.grad, vjp, jvp, custom_function, ...).
+
+engine.py traces and walks the graph backwards; registry.py maps primitive classes to VJP rules
+(rules_*.py); custom.py holds the primitives that exist for differentiation only. The public
+functions are in core/autodiff.py.
+"""

@@ -1,0 +1,170 @@
+"""VJP rules of the elementwise primitives: unary and binary op-table rows, astype, where,
+divmod, and the alias/copy nodes. MLX's conventions at ties: maximum's and minimum's gradient
+goes to the second operand where they are equal; abs and sign use sign(0) = 0.
+
+Complex numbers follow MLX: a cotangent is dL/dRe + i dL/dIm, so a holomorphic op's rule uses
+the conjugate of its derivative (computed as conj(rule(conj(cotangent))), the rules being linear
+in the cotangent); abs, real, imag and conjugate have their own rules."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from .. import core as mx
+from ..core.array import _Alias
+from ..graph.primitives import elementwise as P
+from .registry import register, register_single
+
+
+def _zero(ct: Any) -> Any:
+    return mx.array(0, ct.dtype)
+
+
+def _masked(mask: Any, ct: Any) -> Any:
+    return mx.where(mask, ct, _zero(ct))
+
+
+# Unary: fn(x, out, ct) -> cotangent of x (None: no gradient).
+_UNARY: dict[str, Callable[[Any, Any, Any], Any]] = {
+    "abs": lambda x, o, c: c * mx.sign(x),
+    "negative": lambda x, o, c: mx.negative(c),
+    "positive": lambda x, o, c: c,
+    "square": lambda x, o, c: c * (x * 2),
+    "sqrt": lambda x, o, c: c / (o * 2),
+    "rsqrt": lambda x, o, c: c * (o * o * o) * -0.5,
+    "exp": lambda x, o, c: c * o,
+    "expm1": lambda x, o, c: c * (o + 1),
+    "log": lambda x, o, c: c / x,
+    "log2": lambda x, o, c: c / (x * math.log(2.0)),
+    "log10": lambda x, o, c: c / (x * math.log(10.0)),
+    "log1p": lambda x, o, c: c / (x + 1),
+    "sin": lambda x, o, c: c * mx.cos(x),
+    "cos": lambda x, o, c: -(c * mx.sin(x)),
+    "tan": lambda x, o, c: c * (o * o + 1),
+    "sinh": lambda x, o, c: c * mx.cosh(x),
+    "cosh": lambda x, o, c: c * mx.sinh(x),
+    "tanh": lambda x, o, c: c * (1 - o * o),
+    "arcsin": lambda x, o, c: c * mx.rsqrt(1 - x * x),
+    "arccos": lambda x, o, c: -(c * mx.rsqrt(1 - x * x)),
+    "arctan": lambda x, o, c: c / (x * x + 1),
+    "arcsinh": lambda x, o, c: c * mx.rsqrt(x * x + 1),
+    "arccosh": lambda x, o, c: c * mx.rsqrt(x * x - 1),
+    "arctanh": lambda x, o, c: c / (1 - x * x),
+    "erf": lambda x, o, c: c * (mx.exp(-(x * x)) * (2.0 / math.sqrt(math.pi))),
+    "erfinv": lambda x, o, c: c * (mx.exp(o * o) * (math.sqrt(math.pi) / 2.0)),
+    "sigmoid": lambda x, o, c: c * (o * (1 - o)),
+    "reciprocal": lambda x, o, c: -(c * (o * o)),
+    "conjugate": lambda x, o, c: mx.conjugate(c),
+    "real": lambda x, o, c: c,
+    "imag": lambda x, o, c: c * complex(0.0, 1.0),
+}
+# Piecewise constant, boolean or integer-valued: no gradient (MLX: zeros).
+for _name in ("sign", "floor", "ceil", "trunc", "round", "logical_not", "bitwise_invert",
+              "isnan", "isinf", "isfinite", "isposinf", "isneginf"):
+    _UNARY[_name] = lambda x, o, c: None
+
+
+@register_single(P.Unary)
+def _unary(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
+    fn = _UNARY.get(prim.name)
+    if fn is None:
+        raise ValueError(f"[vjp] Not implemented for {prim.name}.")
+    x = inputs[0]
+    if x.dtype is mx.complex64 and prim.name not in _NOT_HOLOMORPHIC:
+        g = fn(x, out, mx.conjugate(ct))
+        return [None if g is None else mx.conjugate(g)]
+    return [fn(x, out, ct)]
+
+
+_NOT_HOLOMORPHIC = frozenset(("abs", "real", "imag", "conjugate"))
+
+
+def _none(a: Any, b: Any, o: Any, c: Any, w: list) -> tuple:
+    return None, None
+
+
+def _maximum(a: Any, b: Any, o: Any, c: Any, w: list) -> tuple:
+    m = mx.greater(a, b)
+    return (_masked(m, c) if w[0] else None,
+            _masked(mx.logical_not(m), c) if w[1] else None)
+
+
+def _minimum(a: Any, b: Any, o: Any, c: Any, w: list) -> tuple:
+    m = mx.less(a, b)
+    return (_masked(m, c) if w[0] else None,
+            _masked(mx.logical_not(m), c) if w[1] else None)
+
+
+def _power(a: Any, b: Any, o: Any, c: Any, w: list) -> tuple:
+    return (c * (b * mx.power(a, b - 1)) if w[0] else None,
+            c * (o * mx.log(a)) if w[1] else None)
+
+
+def _arctan2(a: Any, b: Any, o: Any, c: Any, w: list) -> tuple:
+    den = a * a + b * b
+    return (c * b / den if w[0] else None, -(c * a) / den if w[1] else None)
+
+
+def _logaddexp(a: Any, b: Any, o: Any, c: Any, w: list) -> tuple:
+    return (c * mx.exp(a - o) if w[0] else None, c * mx.exp(b - o) if w[1] else None)
+
+
+def _remainder(a: Any, b: Any, o: Any, c: Any, w: list) -> tuple:
+    return (c if w[0] else None, -(c * mx.floor_divide(a, b)) if w[1] else None)
+
+
+_BINARY: dict[str, Callable[..., tuple]] = {
+    "add": lambda a, b, o, c, w: (c, c),
+    "subtract": lambda a, b, o, c, w: (c, mx.negative(c) if w[1] else None),
+    "multiply": lambda a, b, o, c, w: (c * b if w[0] else None, c * a if w[1] else None),
+    "divide": lambda a, b, o, c, w: (c / b if w[0] else None,
+                                     -(c * o) / b if w[1] else None),
+    "maximum": _maximum,
+    "minimum": _minimum,
+    "power": _power,
+    "arctan2": _arctan2,
+    "logaddexp": _logaddexp,
+    "remainder": _remainder,
+}
+for _name in ("floor_divide", "equal", "not_equal", "greater", "greater_equal", "less",
+              "less_equal", "equal_nan", "logical_and", "logical_or", "logical_xor",
+              "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"):
+    _BINARY[_name] = _none
+
+
+@register_single(P.Binary)
+def _binary(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
+    fn = _BINARY.get(prim.name)
+    if fn is None:
+        raise ValueError(f"[vjp] Not implemented for {prim.name}.")
+    if out.dtype is mx.complex64:
+        return [None if g is None else mx.conjugate(g)
+                for g in fn(inputs[0], inputs[1], out, mx.conjugate(ct), wanted)]
+    return list(fn(inputs[0], inputs[1], out, ct, wanted))
+
+
+@register(P.DivMod)
+def _divmod(prim: Any, inputs: tuple, outs: list, cts: list, wanted: list) -> list:
+    ct = cts[1]  # the quotient has no gradient
+    if ct is None:
+        return [None, None]
+    return list(_remainder(inputs[0], inputs[1], outs[1], ct, wanted))
+
+
+@register_single(P.AsType, _Alias)
+def _identity(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
+    return [ct]
+
+
+@register_single(P.Where)
+def _where(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
+    c = inputs[0]
+    z = _zero(ct)
+    return [None, mx.where(c, ct, z) if wanted[1] else None,
+            mx.where(c, z, ct) if wanted[2] else None]
+
+
+@register_single(P.AllTrue)
+def _no_grad(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
+    return [None] * len(inputs)

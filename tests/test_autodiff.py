@@ -1,0 +1,689 @@
+"""Autodiff (mx.grad, value_and_grad, vjp, jvp, custom_function, checkpoint, stop_gradient)
+against real MLX 0.32.4 on the same inputs, and numeric differences in float64."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import pycudamlx.core as mx
+
+M = pytest.importorskip("mlx.core")
+
+RNG = np.random.default_rng(0)
+
+
+def _np(a):
+    if isinstance(a, (mx.array, M.array)):
+        return np.array(a.astype(a.dtype if a.dtype not in (mx.bfloat16, M.bfloat16)
+                                 else (mx.float32 if isinstance(a, mx.array) else M.float32)))
+    return np.asarray(a)
+
+
+def _close(ours, theirs, rtol=1e-4, atol=1e-5):
+    if isinstance(theirs, (list, tuple)):
+        assert isinstance(ours, (list, tuple)) and len(ours) == len(theirs)
+        for o, t in zip(ours, theirs):
+            _close(o, t, rtol, atol)
+        return
+    if isinstance(theirs, dict):
+        assert set(ours) == set(theirs)
+        for k in theirs:
+            _close(ours[k], theirs[k], rtol, atol)
+        return
+    if theirs is None:
+        assert ours is None
+        return
+    assert tuple(ours.shape) == tuple(theirs.shape), (ours.shape, theirs.shape)
+    assert ours.dtype.name == str(theirs.dtype).split(".")[-1].replace("bool_", "bool"), (
+        ours.dtype, theirs.dtype)
+    wide = np.complex128 if ours.dtype.name == "complex64" else np.float64
+    np.testing.assert_allclose(_np(ours).astype(wide), _np(theirs).astype(wide),
+                               rtol=rtol, atol=atol)
+
+
+def _both(data, dtype="float32"):
+    return mx.array(data).astype(getattr(mx, dtype)), M.array(data).astype(getattr(M, dtype))
+
+
+def _rand(*shape, lo=-2.0, hi=2.0):
+    return RNG.uniform(lo, hi, shape).astype(np.float32)
+
+
+# (name, function of (module, *arrays) -> scalar, input arrays as numpy)
+UNARY_POS = ["sqrt", "rsqrt", "log", "log2", "log10", "log1p"]
+UNARY_ANY = ["exp", "expm1", "sin", "cos", "tan", "sinh", "cosh", "tanh", "arctan", "arcsinh",
+             "erf", "sigmoid", "abs", "negative", "square", "sign", "floor", "ceil", "round"]
+UNARY_UNIT = ["arcsin", "arccos", "arctanh", "erfinv"]
+
+CASES = []
+for _n in UNARY_ANY:
+    CASES.append((_n, lambda m, x, n=_n: m.sum(getattr(m, n)(x) * m.arange(1, 8)), [_rand(7)]))
+for _n in UNARY_POS:
+    CASES.append((_n, lambda m, x, n=_n: m.sum(getattr(m, n)(x) * m.arange(1, 8)),
+                  [_rand(7, lo=0.2, hi=3.0)]))
+for _n in UNARY_UNIT:
+    CASES.append((_n, lambda m, x, n=_n: m.sum(getattr(m, n)(x)), [_rand(7, lo=-0.8, hi=0.8)]))
+CASES += [
+    ("arccosh", lambda m, x: m.sum(m.arccosh(x)), [_rand(5, lo=1.2, hi=3)]),
+    ("reciprocal", lambda m, x: m.sum(m.reciprocal(x)), [_rand(5, lo=0.5, hi=3)]),
+    ("add_bcast", lambda m, a, b: m.sum((a + b) * m.arange(12).reshape(3, 4)),
+     [_rand(3, 4), _rand(4)]),
+    ("sub_bcast", lambda m, a, b: m.sum((a - b) ** 2), [_rand(3, 1), _rand(1, 4)]),
+    ("mul_div", lambda m, a, b: m.sum(a * b / (b * b + 1)), [_rand(2, 3), _rand(3)]),
+    ("divide", lambda m, a, b: m.sum(a / b), [_rand(4), _rand(4, lo=0.5, hi=2)]),
+    ("power", lambda m, a, b: m.sum(m.power(a, b)), [_rand(4, lo=0.5, hi=2), _rand(4)]),
+    ("power_scalar", lambda m, a: m.sum(a ** 3 + 2.0 ** a), [_rand(5)]),
+    ("maximum", lambda m, a, b: m.sum(m.maximum(a, b) * 3), [_rand(6), _rand(6)]),
+    ("minimum", lambda m, a, b: m.sum(m.minimum(a, b) * 3), [_rand(6), _rand(6)]),
+    ("max_ties", lambda m, a: m.sum(m.maximum(a, 0.5) + m.minimum(a, 0.5)),
+     [np.array([0.5, 1.0, 0.0, 0.5], np.float32)]),
+    ("arctan2", lambda m, a, b: m.sum(m.arctan2(a, b)), [_rand(5), _rand(5)]),
+    ("logaddexp", lambda m, a, b: m.sum(m.logaddexp(a, b)), [_rand(5), _rand(5)]),
+    ("remainder", lambda m, a, b: m.sum(m.remainder(a, b)), [_rand(5, lo=1, hi=5),
+                                                            _rand(5, lo=0.3, hi=0.9)]),
+    ("where", lambda m, a, b: m.sum(m.where(a > 0, a * b, b)), [_rand(8), _rand(8)]),
+    ("clip", lambda m, a: m.sum(m.clip(a, -0.5, 0.7) * m.arange(9)), [_rand(9)]),
+    ("astype", lambda m, a: m.sum(a.astype(m.float16).astype(m.float32) * 2), [_rand(5)]),
+    ("sum_axis", lambda m, a: m.sum(m.sum(a, axis=1) * m.arange(3)), [_rand(3, 4)]),
+    ("sum_keep", lambda m, a: m.sum(m.sum(a, axis=(0, 2), keepdims=True) ** 2),
+     [_rand(2, 3, 4)]),
+    ("mean", lambda m, a: m.sum(m.mean(a, axis=0) ** 2), [_rand(3, 4)]),
+    ("var", lambda m, a: m.sum(m.var(a, axis=-1)) + m.var(a, ddof=1), [_rand(3, 5)]),
+    ("std", lambda m, a: m.sum(m.std(a, axis=0)) + m.std(a), [_rand(4, 3)]),
+    ("max", lambda m, a: m.sum(m.max(a, axis=1) * m.arange(3)), [_rand(3, 5)]),
+    ("min_all", lambda m, a: m.min(a), [_rand(3, 5)]),
+    ("max_tie", lambda m, a: m.max(a * m.array([1.0, 3.0, 3.0])), [np.ones(3, np.float32)]),
+    ("prod", lambda m, a: m.sum(m.prod(a, axis=1)), [_rand(3, 4)]),
+    ("prod_zero", lambda m, a: m.prod(a), [np.array([0, 1, 2, 3], np.float32)]),
+    ("prod_zeros", lambda m, a: m.prod(a), [np.array([0, 1, 2, 0, 3], np.float32)]),
+    ("logsumexp", lambda m, a: m.sum(m.logsumexp(a, axis=-1) * m.arange(3)), [_rand(3, 4)]),
+    ("softmax", lambda m, a: m.sum(m.softmax(a, axis=-1) * m.arange(4)), [_rand(3, 4)]),
+    ("cumsum", lambda m, a: m.sum(m.cumsum(a, axis=1) * m.arange(4)), [_rand(2, 4)]),
+    ("cumsum_rev_excl", lambda m, a: m.sum(m.cumsum(a, reverse=True, inclusive=False)
+                                           * m.arange(5)), [_rand(5)]),
+    ("cumprod", lambda m, a: m.sum(m.cumprod(a, axis=0) * m.arange(5)), [_rand(5)]),
+    ("cumprod_zeros", lambda m, a: m.sum(m.cumprod(a)),
+     [np.array([0.0, 1, 2, 0, 3], np.float32)]),
+    ("cummax", lambda m, a: m.sum(m.cummax(a) * m.arange(5)),
+     [np.array([1.0, 3, 2, 3, 5], np.float32)]),
+    ("cummin_rev", lambda m, a: m.sum(m.cummin(a, reverse=True) * m.arange(5)), [_rand(5)]),
+    ("logcumsumexp", lambda m, a: m.sum(m.logcumsumexp(a) * m.arange(5)), [_rand(5)]),
+    ("transpose", lambda m, a: m.sum(m.transpose(a, (2, 0, 1)) * m.arange(24).reshape(4, 2, 3)),
+     [_rand(2, 3, 4)]),
+    ("reshape", lambda m, a: m.sum(a.reshape(6, 2) * m.arange(12).reshape(6, 2)),
+     [_rand(3, 4)]),
+    ("slice", lambda m, a: m.sum(a[1:, ::2] * 3) + m.sum(a[::-1, 1] * m.arange(3)),
+     [_rand(3, 5)]),
+    ("int_index", lambda m, a: m.sum(a[1, :3] * a[:, 2]), [_rand(3, 4)]),
+    ("broadcast_to", lambda m, a: m.sum(m.broadcast_to(a, (3, 4)) * m.arange(12).reshape(3, 4)),
+     [_rand(1, 4)]),
+    ("expand_squeeze", lambda m, a: m.sum(m.squeeze(m.expand_dims(a, 1), 1) * 2), [_rand(3)]),
+    ("concatenate", lambda m, a, b: m.sum(m.concatenate([a, b, a], axis=1)
+                                          * m.arange(10).reshape(2, 5)),
+     [_rand(2, 2), _rand(2, 1)]),
+    ("stack", lambda m, a, b: m.sum(m.stack([a, b]) * m.arange(6).reshape(2, 3)),
+     [_rand(3), _rand(3)]),
+    ("split", lambda m, a: m.sum(m.split(a, 3, axis=0)[1] * 2 + m.split(a, [1], axis=0)[0]),
+     [_rand(6, 2)]),
+    ("pad", lambda m, a: m.sum(m.pad(a, ((1, 2), (0, 1))) * m.arange(30).reshape(6, 5)),
+     [_rand(3, 4)]),
+    ("pad_edge", lambda m, a: m.sum(m.pad(a, (2, 1), mode="edge") * m.arange(8)), [_rand(5)]),
+    ("take", lambda m, a: m.sum(m.take(a, m.array([0, 2, 2, -1]), axis=1) * 2), [_rand(3, 4)]),
+    ("gather_getitem", lambda m, a: m.sum(a[m.array([1, 1, 0])] * m.arange(4)), [_rand(3, 4)]),
+    ("gather_2d", lambda m, a: m.sum(a[m.array([0, 2]), m.array([1, 3])]), [_rand(3, 4)]),
+    ("take_along_axis", lambda m, a: m.sum(m.take_along_axis(
+        a, m.array([[0, 1], [2, 2], [3, 0]]), axis=1) * m.arange(6).reshape(3, 2)),
+     [_rand(3, 4)]),
+    ("put_along_axis", lambda m, a, v: m.sum(m.put_along_axis(
+        a, m.array([[0], [2], [1]]), v, axis=1) * m.arange(12).reshape(3, 4)),
+     [_rand(3, 4), _rand(3, 1)]),
+    ("setitem", lambda m, a, v: _setitem(m, a, v), [_rand(4, 3), _rand(3)]),
+    ("at_add", lambda m, a, v: m.sum(a.at[m.array([0, 0, 2])].add(v) * m.arange(4)),
+     [_rand(4), _rand(3)]),
+    ("at_maximum", lambda m, a, v: m.sum(a.at[m.array([0, 0, 2])].maximum(v) * m.arange(4)),
+     [np.array([1.0, 2, 3, 4], np.float32), np.array([5.0, 1, 3], np.float32)]),
+    ("at_minimum", lambda m, a, v: m.sum(a.at[m.array([1, 3])].minimum(v) * m.arange(4)),
+     [_rand(4), _rand(2)]),
+    ("at_set_slices", lambda m, a, v: m.sum(a.at[1:3].add(v) * m.arange(4)), [_rand(4), _rand(2)]),
+    ("slice_update", lambda m, a, v: m.sum(m.slice_update(a, v, m.array([1]), axes=(0,))
+                                           * m.arange(6)), [_rand(6), _rand(2)]),
+    ("dynamic_slice", lambda m, a: m.sum(m.slice(a, m.array([1]), axes=(0,), slice_size=(2,))
+                                         * m.array([1.0, 5.0])), [_rand(5)]),
+    ("tril_triu", lambda m, a: m.sum(m.tril(a) * 2 + m.triu(a, 1)), [_rand(3, 3)]),
+    ("trace", lambda m, a: m.trace(a) * 3, [_rand(3, 4)]),
+    ("diagonal", lambda m, a: m.sum(m.diagonal(a) * m.arange(3)), [_rand(3, 3)]),
+    ("diag", lambda m, a: m.sum(m.diag(a) * m.arange(9).reshape(3, 3)), [_rand(3)]),
+    ("flip_roll", lambda m, a: m.sum(m.roll(a, 2) * m.arange(5)), [_rand(5)]),
+    ("repeat_tile", lambda m, a: m.sum(m.tile(a, 2) * m.arange(6)) + m.sum(m.repeat(a, 2)),
+     [_rand(3)]),
+    ("as_strided", lambda m, a: m.sum(m.as_strided(a, (3, 3), (1, 1)) * m.arange(9).reshape(3, 3)),
+     [_rand(5)]),
+    ("moveaxis_swap", lambda m, a: m.sum(m.swapaxes(m.moveaxis(a, 0, 2), 0, 1) ** 2),
+     [_rand(2, 3, 4)]),
+    ("matmul", lambda m, a, b: m.sum((a @ b) * m.arange(6).reshape(2, 3)),
+     [_rand(2, 4), _rand(4, 3)]),
+    ("matmul_batch_bcast", lambda m, a, b: m.sum((a @ b) ** 2), [_rand(2, 3, 4), _rand(4, 2)]),
+    ("matvec", lambda m, a, b: m.sum((a @ b) ** 2), [_rand(3, 4), _rand(4)]),
+    ("addmm", lambda m, c, a, b: m.sum(m.addmm(c, a, b, alpha=0.5, beta=2.0) ** 2),
+     [_rand(3), _rand(2, 4), _rand(4, 3)]),
+    ("einsum", lambda m, a, b: m.sum(m.einsum("ij,jk->ik", a, b) ** 2),
+     [_rand(2, 3), _rand(3, 2)]),
+    ("sort", lambda m, a: m.sum(m.sort(a) * m.arange(6)), [_rand(6)]),
+    ("topk", lambda m, a: m.sum(m.topk(a, 2) * m.arange(2)), [_rand(6)]),
+    ("median", lambda m, a: m.median(a) + m.sum(m.median(a, axis=0)), [_rand(3, 4)]),
+    ("diff", lambda m, a: m.sum(m.diff(a, n=2) * m.arange(4)), [_rand(6)]),
+    ("softmax_ce", lambda m, z: -m.mean(m.take_along_axis(
+        z - m.logsumexp(z, axis=-1, keepdims=True), m.array([[1], [0], [3]]), axis=-1)),
+     [_rand(3, 5)]),
+    ("stop_gradient", lambda m, a: m.sum(m.stop_gradient(a * 2) * a), [_rand(4)]),
+    ("rms_norm", lambda m, x, w: m.sum(m.fast.rms_norm(x, w, 1e-5) * m.arange(8)),
+     [_rand(3, 8), _rand(8)]),
+    ("layer_norm", lambda m, x, w, b: m.sum(m.fast.layer_norm(x, w, b, 1e-5) * m.arange(8)),
+     [_rand(3, 8), _rand(8), _rand(8)]),
+    ("layer_norm_nw", lambda m, x: m.sum(m.fast.layer_norm(x, None, None, 1e-5) ** 3),
+     [_rand(2, 6)]),
+    ("rope", lambda m, x: m.sum(m.fast.rope(x, 4, traditional=False, base=10000.0, scale=1.0,
+                                            offset=3) * m.arange(6)), [_rand(1, 2, 3, 6)]),
+    ("rope_trad", lambda m, x: m.sum(m.fast.rope(x, 6, traditional=True, base=100.0, scale=0.5,
+                                                 offset=1) ** 2), [_rand(2, 1, 4, 6)]),
+    ("sdpa", lambda m, q, k, v: m.sum(m.fast.scaled_dot_product_attention(
+        q, k, v, scale=0.5, mask="causal") * m.arange(4)),
+     [_rand(1, 2, 3, 4), _rand(1, 2, 5, 4), _rand(1, 2, 5, 4)]),
+    ("sdpa_gqa_mask", lambda m, q, k, v: m.sum(m.fast.scaled_dot_product_attention(
+        q, k, v, scale=0.3, mask=m.arange(5).reshape(1, 5) * 0.1) ** 2),
+     [_rand(1, 4, 3, 4), _rand(1, 2, 5, 4), _rand(1, 2, 5, 4)]),
+    ("conv1d", lambda m, x, w: m.sum(m.conv1d(x, w, padding=1) ** 2),
+     [_rand(2, 7, 3), _rand(4, 3, 3)]),
+    ("conv2d", lambda m, x, w: m.sum(m.conv2d(x, w, stride=2, padding=1) ** 2),
+     [_rand(1, 6, 6, 2), _rand(3, 3, 3, 2)]),
+    ("erf_gelu", lambda m, x: m.sum(x * (1 + m.erf(x / math.sqrt(2))) / 2), [_rand(6)]),
+    ("silu_relu", lambda m, x: m.sum(x * m.sigmoid(x) + m.maximum(x, 0.0)), [_rand(6)]),
+    ("eval_inside", lambda m, x: _eval_inside(m, x), [_rand(4)]),
+    ("used_twice", lambda m, x: m.sum(x * x * x + m.exp(x) * x), [_rand(4)]),
+]
+
+
+def _setitem(m, a, v):
+    b = a * 1
+    b[1] = v
+    b[2:, 1:] = 0
+    return m.sum(b * m.arange(12).reshape(4, 3))
+
+
+def _eval_inside(m, x):
+    y = m.exp(x)
+    m.eval(y)
+    if (y.sum() > 0).item():
+        y = y * 2
+    return m.sum(y * x)
+
+
+@pytest.mark.parametrize("name,fn,inputs", CASES, ids=[c[0] for c in CASES])
+def test_grad_matches_mlx(name, fn, inputs):
+    argnums = tuple(range(len(inputs)))
+    ours = mx.grad(lambda *a: fn(mx, *a), argnums=argnums)(*[mx.array(x) for x in inputs])
+    theirs = M.grad(lambda *a: fn(M, *a), argnums=argnums)(*[M.array(x) for x in inputs])
+    _close(ours, theirs, rtol=2e-4, atol=2e-5)
+
+
+def _numeric_grad(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    flat = x.reshape(-1)
+    for i in range(flat.size):
+        old = flat[i]
+        flat[i] = old + eps
+        hi = f(x)
+        flat[i] = old - eps
+        lo = f(x)
+        flat[i] = old
+        g.reshape(-1)[i] = (hi - lo) / (2 * eps)
+    return g
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: mx.sum(mx.tanh(x) * mx.exp(-x * x)),
+    lambda x: mx.logsumexp(x * 3),
+    lambda x: mx.sum(mx.cumprod(x)),
+    lambda x: mx.sum(mx.sort(x) * mx.arange(x.size)),
+    lambda x: mx.sum(mx.softmax(x) ** 2),
+])
+def test_grad_matches_finite_differences_float64(fn):
+    x = RNG.uniform(-1, 1, 6)
+    x64 = mx.array(x, mx.float64)
+    g = np.array(mx.grad(fn)(x64))
+    num = _numeric_grad(lambda v: float(fn(mx.array(v, mx.float64)).item()), x.copy())
+    np.testing.assert_allclose(g, num, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_gradient_dtype_follows_primal(dtype):
+    a, b = _both(_rand(3, 4), dtype)
+    f = lambda m, x: m.sum(m.exp(x) * x) / 10  # noqa: E731
+    ours = mx.grad(lambda x: f(mx, x))(a)
+    theirs = M.grad(lambda x: f(M, x))(b)
+    assert ours.dtype.name == dtype
+    _close(ours, theirs, rtol=2e-2, atol=2e-2)
+
+
+def test_integer_and_bool_inputs_follow_mlx():
+    for f in (lambda m, x: (x * x).sum(), lambda m, x: (x / 2).sum(),
+              lambda m, x: (x * 1.5).sum(), lambda m, x: x.sum()):
+        _close(mx.grad(lambda x: f(mx, x))(mx.array([1, 2], mx.int32)),
+               M.grad(lambda x: f(M, x))(M.array([1, 2], M.int32)))
+    _close(mx.grad(lambda x: x.astype(mx.float32).sum())(mx.array([True, False])),
+           M.grad(lambda x: x.astype(M.float32).sum())(M.array([True, False])))
+    # A path through a comparison or an integer cast.
+    x = [1.0, 2.0, 3.0]
+    _close(mx.grad(lambda x: mx.sum(x > 1))(mx.array(x)), M.grad(lambda x: M.sum(x > 1))(
+        M.array(x)))
+    _close(mx.grad(lambda x: (x.astype(mx.int32) * 2).sum())(mx.array(x)),
+           M.grad(lambda x: (x.astype(M.int32) * 2).sum())(M.array(x)))
+
+
+def test_trees_argnums_argnames():
+    p = {"w": _rand(3, 2), "b": [_rand(2), (_rand(2),)]}
+    x = _rand(4, 3)
+
+    def loss(m, params, x, scale=1.0):
+        h = x @ params["w"] + params["b"][0] * params["b"][1][0]
+        return m.mean(h * h) * scale
+
+    def conv(m, tree):
+        if isinstance(tree, dict):
+            return {k: conv(m, v) for k, v in tree.items()}
+        if isinstance(tree, (list, tuple)):
+            return type(tree)(conv(m, v) for v in tree)
+        return m.array(tree)
+
+    for kw in ({}, {"argnums": 1}, {"argnums": (0, 1)}, {"argnums": [0]},
+               {"argnames": "scale"}, {"argnums": 0, "argnames": ["scale"]},
+               {"argnums": [], "argnames": ("scale",)}):
+        ours = mx.value_and_grad(lambda *a, **k: loss(mx, *a, **k), **kw)(
+            conv(mx, p), mx.array(x), scale=mx.array(2.0))
+        theirs = M.value_and_grad(lambda *a, **k: loss(M, *a, **k), **kw)(
+            conv(M, p), M.array(x), scale=M.array(2.0))
+        _close(ours[0], theirs[0])
+        _close(ours[1], theirs[1])
+
+
+def test_non_array_arguments_pass_through():
+    x = mx.array([1.0, 2.0])
+    g = mx.grad(lambda x, n, s, none: (x * n).sum() if s == "a" and none is None else None)(
+        x, 3, "a", None)
+    assert g.tolist() == [3.0, 3.0]
+
+
+def test_value_and_grad_aux_tuple():
+    x = mx.array([1.0, 2.0, 3.0])
+    (v, aux), g = mx.value_and_grad(lambda x: (x.sum(), {"x": x * 2}))(x)
+    assert v.item() == 6.0 and aux["x"].tolist() == [2.0, 4.0, 6.0]
+    assert g.tolist() == [1.0, 1.0, 1.0]
+
+
+def _mlp(m, params, x, y):
+    h = m.maximum(x @ params["l1"]["w"].T + params["l1"]["b"], 0)
+    h = h * m.sigmoid(h)
+    logits = h @ params["l2"]["w"].T + params["l2"]["b"]
+    lse = m.logsumexp(logits, axis=-1)
+    picked = m.take_along_axis(logits, y[:, None], axis=-1).squeeze(-1)
+    return m.mean(lse - picked)
+
+
+def test_mlp_training_steps_match_mlx():
+    shapes = {"l1": {"w": (16, 5), "b": (16,)}, "l2": {"w": (3, 16), "b": (3,)}}
+    init = {k: {n: RNG.normal(0, 0.3, s).astype(np.float32) for n, s in v.items()}
+            for k, v in shapes.items()}
+    x = RNG.normal(size=(8, 5)).astype(np.float32)
+    y = RNG.integers(0, 3, 8).astype(np.int32)
+    ours = {k: {n: mx.array(a) for n, a in v.items()} for k, v in init.items()}
+    theirs = {k: {n: M.array(a) for n, a in v.items()} for k, v in init.items()}
+    f_ours = mx.value_and_grad(lambda p, x, y: _mlp(mx, p, x, y))
+    f_theirs = M.value_and_grad(lambda p, x, y: _mlp(M, p, x, y))
+    for _ in range(3):
+        lo, go = f_ours(ours, mx.array(x), mx.array(y))
+        lt, gt = f_theirs(theirs, M.array(x), M.array(y))
+        _close(lo, lt)
+        _close(go, gt, rtol=1e-4, atol=1e-5)
+        ours = {k: {n: ours[k][n] - 0.5 * go[k][n] for n in v} for k, v in ours.items()}
+        theirs = {k: {n: theirs[k][n] - 0.5 * gt[k][n] for n in v} for k, v in theirs.items()}
+        mx.eval(ours)
+    _close(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name,fn,inputs", [
+    ("poly", lambda m, x: m.sum(x ** 3 * m.sin(x)), [_rand(4)]),
+    ("softmax", lambda m, x: m.sum(m.softmax(x) * m.arange(4)), [_rand(4)]),
+    ("matmul_tanh", lambda m, x: m.sum(m.tanh(x @ x.T)), [_rand(2, 3)]),
+    ("norm", lambda m, x: m.sum(m.sqrt(m.sum(x * x, axis=-1))), [_rand(3, 2)]),
+    ("slices", lambda m, x: m.sum(m.concatenate([x[1:], x[:1]]) ** 2 * x), [_rand(4)]),
+])
+def test_grad_of_grad(name, fn, inputs):
+    a = mx.array(inputs[0])
+    b = M.array(inputs[0])
+    ours = mx.grad(lambda x: mx.sum(mx.grad(lambda y: fn(mx, y))(x) ** 2))(a)
+    theirs = M.grad(lambda x: M.sum(M.grad(lambda y: fn(M, y))(x) ** 2))(b)
+    _close(ours, theirs, rtol=1e-3, atol=1e-4)
+
+
+def test_vjp_and_jvp_match_mlx():
+    xs, ys = _rand(3), _rand(3)
+    f = lambda m, x, y: [m.sin(x) * y, m.sum(x * y)]  # noqa: E731
+    o1, v1 = mx.vjp(lambda x, y: f(mx, x, y), [mx.array(xs), mx.array(ys)],
+                    [mx.ones(3), mx.array(2.0)])
+    o2, v2 = M.vjp(lambda x, y: f(M, x, y), [M.array(xs), M.array(ys)],
+                   [M.ones(3), M.array(2.0)])
+    _close(o1, o2)
+    _close(v1, v2)
+    t1, t2 = _rand(3), _rand(3)
+    o1, j1 = mx.jvp(lambda x, y: f(mx, x, y), [mx.array(xs), mx.array(ys)],
+                    [mx.array(t1), mx.array(t2)])
+    o2, j2 = M.jvp(lambda x, y: f(M, x, y), [M.array(xs), M.array(ys)],
+                   [M.array(t1), M.array(t2)])
+    _close(o1, o2)
+    _close(j1, j2)
+    # jvp through matmul, softmax and a gather.
+    g = lambda m, a: [m.softmax(a @ a.T, axis=-1)[m.array([1, 0])]]  # noqa: E731
+    a, t = _rand(2, 3), _rand(2, 3)
+    _close(mx.jvp(lambda a: g(mx, a), [mx.array(a)], [mx.array(t)])[1],
+           M.jvp(lambda a: g(M, a), [M.array(a)], [M.array(t)])[1])
+    # Outputs that do not depend on the primals: zeros.
+    _close(mx.vjp(lambda x, y: x * 2, [mx.array(xs), mx.array(ys)], [mx.ones(3)])[1],
+           M.vjp(lambda x, y: x * 2, [M.array(xs), M.array(ys)], [M.ones(3)])[1])
+
+
+def test_stop_gradient_blocks_and_constants_get_nothing():
+    c = mx.array([1.0, 2.0])
+    x = mx.array([3.0, 4.0])
+    assert mx.grad(lambda x: mx.sum(mx.stop_gradient(x) * x + c * x))(x).tolist() == [4.0, 6.0]
+    assert mx.grad(lambda x: mx.sum(c * 3))(x).tolist() == [0.0, 0.0]
+
+
+def test_custom_function_vjp_jvp():
+    @mx.custom_function
+    def f(x, y):
+        return mx.sin(x) * y
+
+    @f.vjp
+    def f_vjp(primals, cotangent, output):
+        x, y = primals
+        return cotangent * 10, None
+
+    @f.jvp
+    def f_jvp(primals, tangents):
+        x, y = primals
+        dx, dy = tangents
+        return dx * 100 + dy
+
+    x, y = mx.array([1.0, 2.0]), mx.array([3.0, 4.0])
+    gx, gy = mx.grad(lambda x, y: f(x, y).sum(), argnums=(0, 1))(x, y)
+    assert gx.tolist() == [10.0, 10.0] and gy.tolist() == [0.0, 0.0]
+    _, (t,) = mx.jvp(f, [x, y], [mx.ones(2), mx.ones(2)])
+    assert t.tolist() == [101.0, 101.0]
+    assert f(x, y).tolist() == pytest.approx((np.sin([1.0, 2.0]) * [3, 4]).tolist(), rel=1e-6)
+    assert callable(f.vmap(lambda inputs, axes: None))
+
+    # Captured arrays are constants; a single-argument vjp gets the argument itself.
+    def g(x, y):
+        @mx.custom_function
+        def h(x):
+            return x * y
+
+        @h.vjp
+        def h_vjp(x, dx, fx):
+            assert isinstance(x, mx.array)
+            return dx * 7
+
+        return h(x)
+
+    a, b = mx.array(2.0), mx.array(3.0)
+    assert mx.grad(g)(a, b).item() == 7.0
+    assert mx.grad(g, argnums=1)(a, b).item() == 0.0
+
+
+def test_custom_function_tree_arguments():
+    @mx.custom_function
+    def h(d, s=2.0):
+        return d["a"] * s
+
+    @h.vjp
+    def h_vjp(p, c, o, s=2.0):
+        return {"a": c * 7 * s}
+
+    x = mx.array([1.0, 2.0])
+    assert mx.grad(lambda x: h({"a": x}).sum())(x).tolist() == [14.0, 14.0]
+    assert mx.grad(lambda x: h({"a": x}, s=1.0).sum())(x).tolist() == [7.0, 7.0]
+
+
+def test_checkpoint_matches_plain_gradient():
+    w = _rand(4, 4)
+    x = _rand(3, 4)
+
+    def block(w, x):
+        return mx.tanh(x @ w) * mx.sigmoid(x)
+
+    plain = mx.grad(lambda w, x: mx.sum(block(w, x) ** 2), argnums=(0, 1))(mx.array(w),
+                                                                            mx.array(x))
+    ck = mx.checkpoint(block)
+    ckd = mx.grad(lambda w, x: mx.sum(ck(w, x) ** 2), argnums=(0, 1))(mx.array(w), mx.array(x))
+    _close(ckd, plain)
+    mlx_ck = M.checkpoint(lambda w, x: M.tanh(x @ w) * M.sigmoid(x))
+    _close(ckd, M.grad(lambda w, x: M.sum(mlx_ck(w, x) ** 2), argnums=(0, 1))(M.array(w),
+                                                                             M.array(x)))
+    assert ck(mx.array(w), mx.array(x)).shape == (3, 4)
+
+
+def _err(f):
+    try:
+        f()
+    except Exception as e:  # noqa: BLE001
+        return type(e), str(e)
+    return None, None
+
+
+ERRORS = [
+    lambda m, x: m.grad(lambda x: x)(x),
+    lambda m, x: m.grad(lambda x: x.sum(keepdims=True))(x),
+    lambda m, x: m.grad(lambda x: 3.0)(x),
+    lambda m, x: m.grad(lambda x: (x.sum(), x))(x),
+    lambda m, x: m.value_and_grad(lambda x: [x.sum(), x])(x),
+    lambda m, x: m.grad(lambda x: x.sum(), argnums=1)(x),
+    lambda m, x: m.grad(lambda x: x.sum(), argnums=-1)(x),
+    lambda m, x: m.grad(lambda x: x.sum(), argnums=(0, 0))(x),
+    lambda m, x: m.grad(lambda x: x.sum(), argnums=[])(x),
+    lambda m, x: m.grad(lambda x, y=None: x.sum(), argnames=["z"])(x, y=x),
+    lambda m, x: m.grad(lambda x: x.sum())(3.0),
+    lambda m, x: m.grad(lambda x: x[0].sum())([x, None]),
+    lambda m, x: m.grad(lambda x: x.sum(), argnums=0.5)(x),
+    lambda m, x: m.grad(3),
+    lambda m, x: m.grad(lambda x: x.sum(), argnames=3)(x),
+    lambda m, x: m.vjp(lambda x: x * 2, [x], [m.ones(2)]),
+    lambda m, x: m.vjp(lambda x: (x * 2, x.sum()), [x], [x]),
+    lambda m, x: m.vjp(lambda x: x * 2, [1.0], [x]),
+    lambda m, x: m.jvp(lambda x: x * 2, [x], []),
+    lambda m, x: m.jvp(lambda x: x * 2, [x], [m.ones(2)]),
+    lambda m, x: m.checkpoint(3),
+    lambda m, x: m.vjp(lambda x: {"a": x}, [x], [x]),
+    lambda m, x: m.grad(lambda x: x.at[m.array([0, 1])].multiply(m.array([5.0, 1.0])).sum())(x),
+    lambda m, x: m.grad(lambda x: m.take(x, m.argmax(x)).sum())(x),
+    lambda m, x: m.grad(lambda x: x[m.argsort(x)].sum())(x),
+    lambda m, x: m.grad(lambda x: m.take_along_axis(x, m.argsort(x), axis=0).sum())(x),
+    lambda m, x: m.grad(lambda x: m.put_along_axis(x, m.argsort(x)[:1], m.array(0.0),
+                                                   axis=0).sum())(x),
+    lambda m, x: m.grad(lambda x: x.at[m.argmax(x)].add(1.0).sum())(x),
+]
+
+
+@pytest.mark.parametrize("i", range(len(ERRORS)))
+def test_errors_match_mlx(i):
+    f = ERRORS[i]
+    ours = _err(lambda: f(mx, mx.array([1.0, 2.0, 3.0])))
+    theirs = _err(lambda: f(M, M.array([1.0, 2.0, 3.0])))
+    assert theirs[0] is not None
+    assert ours[0] is theirs[0], (ours, theirs)
+    # std::bad_cast gets a sentence saying why (dtypes._bad_cast).
+    assert ours[1] == theirs[1] or ours[1].startswith(theirs[1] + " ("), (ours, theirs)
+
+
+def test_stop_gradient_on_indices_allows_them():
+    x = [3.0, 1.0, 2.0]
+    f = lambda m, x: m.sum(m.take_along_axis(  # noqa: E731
+        x, m.stop_gradient(m.argsort(x)), axis=0) * m.arange(3))
+    _close(mx.grad(lambda x: f(mx, x))(mx.array(x)), M.grad(lambda x: f(M, x))(M.array(x)))
+
+
+def test_missing_rule_names_the_primitive():
+    x = mx.array([[2.0, 1.0], [1.0, 3.0]])
+    with pytest.raises(ValueError, match="inverse"):
+        mx.grad(lambda x: mx.linalg.inv(x, stream=mx.cpu).sum())(x)
+
+
+FFT_CASES = [
+    ("fft_abs", lambda m, x: m.sum(m.abs(m.fft.fft(x)) * m.arange(6))),
+    ("fft_real", lambda m, x: m.sum(m.fft.fft(x).real * m.arange(6))),
+    ("ifft_imag", lambda m, x: m.sum(m.fft.ifft(x * 2).imag * m.arange(6))),
+    ("rfft", lambda m, x: m.sum(m.abs(m.fft.rfft(x)) * m.arange(4))),
+    ("rfft_ortho_n", lambda m, x: m.sum(m.abs(m.fft.rfft(x, n=8)) ** 2)),
+    ("irfft", lambda m, x: m.sum(m.fft.irfft(m.fft.rfft(x * x)) * m.arange(6))),
+    ("irfft_odd", lambda m, x: m.sum(m.fft.irfft(m.fft.rfft(x) * (1 + 2j), n=5) ** 2)),
+    ("fft2", lambda m, x: m.sum(m.abs(m.fft.fft2(x.reshape(2, 3))))),
+    ("complex_mul", lambda m, x: m.sum((x.astype(m.complex64) * (1 + 2j)).imag
+                                       + m.abs(x.astype(m.complex64) * (2 - 1j)))),
+]
+
+
+@pytest.mark.parametrize("name,fn", FFT_CASES, ids=[c[0] for c in FFT_CASES])
+def test_fft_grad_matches_mlx(name, fn):
+    x = _rand(6)
+    _close(mx.grad(lambda a: fn(mx, a))(mx.array(x)), M.grad(lambda a: fn(M, a))(M.array(x)),
+           rtol=1e-3, atol=1e-4)
+
+
+COMPLEX_CASES = [
+    ("square_real", lambda m, z: (z * z).real.sum()),
+    ("exp", lambda m, z: m.exp(z).real.sum() + m.sin(z).imag.sum()),
+    ("abs", lambda m, z: m.abs(z).sum()),
+    ("divide", lambda m, z: (z / (2 + 1j)).real.sum() + (1 / z).imag.sum()),
+    ("fft", lambda m, z: m.fft.fft(z).real.sum() + m.abs(m.fft.ifft(z * z)).sum()),
+    ("matmul_conj", lambda m, z: m.abs(m.conj(z).reshape(2, 2) @ z.reshape(2, 2)).sum()),
+]
+
+
+@pytest.mark.parametrize("name,fn", COMPLEX_CASES, ids=[c[0] for c in COMPLEX_CASES])
+def test_complex_gradients_follow_mlx_convention(name, fn):
+    z = (_rand(4) + 1j * _rand(4)).astype(np.complex64)
+    _close(mx.grad(lambda a: fn(mx, a))(mx.array(z)), M.grad(lambda a: fn(M, a))(M.array(z)),
+           rtol=1e-3, atol=1e-4)
+
+
+FAST_HALF = [
+    ("rms_norm", lambda m, x, w, b: m.sum(m.fast.rms_norm(x, w, 1e-5).astype(m.float32)
+                                          * m.arange(16)), [(4, 16), (16,), (16,)]),
+    ("layer_norm", lambda m, x, w, b: m.sum(m.fast.layer_norm(x, w, b, 1e-5).astype(m.float32)
+                                            * m.arange(16)), [(4, 16), (16,), (16,)]),
+    ("sdpa", lambda m, q, k, v: m.sum(m.fast.scaled_dot_product_attention(
+        q, k, v, scale=0.3, mask="causal").astype(m.float32) * m.arange(8)),
+     [(1, 2, 5, 8), (1, 1, 7, 8), (1, 1, 7, 8)]),
+    ("rope", lambda m, q, k, v: m.sum(m.fast.rope(q, 8, traditional=False, base=1e4, scale=1.0,
+                                                  offset=2).astype(m.float32) * m.arange(8)),
+     [(1, 2, 5, 8), (1,), (1,)]),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name,fn,shapes", FAST_HALF, ids=[c[0] for c in FAST_HALF])
+def test_fast_ops_half_precision_gradients(name, fn, shapes, dtype):
+    ins = [RNG.normal(size=s).astype(np.float32) for s in shapes]
+    ours = mx.grad(lambda *a: fn(mx, *a), argnums=(0, 1, 2))(
+        *[mx.array(i).astype(getattr(mx, dtype)) for i in ins])
+    theirs = M.grad(lambda *a: fn(M, *a), argnums=(0, 1, 2))(
+        *[M.array(i).astype(getattr(M, dtype)) for i in ins])
+    for a, b in zip(ours, theirs):
+        assert a.dtype.name == dtype
+        b32 = np.array(b.astype(M.float32))
+        scale = 1e-3 + float(np.max(np.abs(b32)))
+        assert float(np.max(np.abs(np.array(a.astype(mx.float32)) - b32))) <= 2e-2 * scale
+
+
+def test_checkpoint_of_a_parameter_tree_like_mlx_nn():
+    class Module:
+        def __init__(self):
+            self.params = {"w": mx.array([3.0, 4.0])}
+
+        def update(self, p):
+            self.params = p
+
+    m = Module()
+
+    def inner(params, x):
+        m.update(params)
+        return {"out": (m.params["w"] * x).sum(), "n": 3}
+
+    ck = mx.checkpoint(inner)
+    x = mx.array([1.0, 2.0])
+    v, (gp, gx) = mx.value_and_grad(lambda p, x: ck(p, x)["out"] * 2, argnums=(0, 1))(
+        {"w": mx.array([3.0, 4.0])}, x)
+    assert v.item() == 22.0
+    assert gp["w"].tolist() == [2.0, 4.0] and gx.tolist() == [6.0, 8.0]
+
+
+def test_custom_function_list_argument_and_outputs_like_mlx_nn_distributed():
+    def body(m):
+        @m.custom_function
+        def gather(shards):
+            return [s * 2 for s in shards]
+
+        @gather.vjp
+        def gather_vjp(shards, cotangents, outputs):
+            assert isinstance(cotangents, list) and isinstance(outputs, list)
+            return [c * 10 + s for c, s in zip(cotangents, shards)]
+
+        return gather
+
+    xs = [_rand(3), _rand(2)]
+    for m, conv in ((mx, mx.array), (M, M.array)):
+        g = body(m)
+        res = m.grad(lambda a: sum(m.sum(o * o) for o in g(a)))([conv(x) for x in xs])
+        if m is mx:
+            ours = res
+        else:
+            theirs = res
+    _close(ours, theirs)
+
+
+def _transformer_loss(m, p, tokens, targets):
+    """Embedding, pre-norm attention block (RoPE, causal SDPA), GELU MLP, tied-free head, CE."""
+    x = p["emb"][tokens]                                         # (B, T, D)
+    B, T, D = x.shape
+    h = m.fast.layer_norm(x, p["ln1_w"], p["ln1_b"], 1e-5)
+    qkv = h @ p["qkv"].T
+    q, k, v = m.split(qkv, 3, axis=-1)
+    q, k, v = (t.reshape(B, T, 2, D // 2).transpose(0, 2, 1, 3) for t in (q, k, v))
+    q = m.fast.rope(q, D // 2, traditional=False, base=1e4, scale=1.0, offset=0)
+    k = m.fast.rope(k, D // 2, traditional=False, base=1e4, scale=1.0, offset=0)
+    o = m.fast.scaled_dot_product_attention(q, k, v, scale=(D // 2) ** -0.5, mask="causal")
+    x = x + o.transpose(0, 2, 1, 3).reshape(B, T, D) @ p["out"].T
+    h = m.fast.rms_norm(x, p["ln2_w"], 1e-5)
+    u = h @ p["up"].T
+    x = x + (0.5 * u * (1 + m.erf(u / math.sqrt(2)))) @ p["down"].T
+    logits = x @ p["head"].T
+    lse = m.logsumexp(logits, axis=-1)
+    picked = m.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+    return m.mean(lse - picked)
+
+
+def test_transformer_block_gradients_match_mlx():
+    D, V = 8, 11
+    shapes = {"emb": (V, D), "ln1_w": (D,), "ln1_b": (D,), "qkv": (3 * D, D), "out": (D, D),
+              "ln2_w": (D,), "up": (2 * D, D), "down": (D, 2 * D), "head": (V, D)}
+    init = {k: RNG.normal(0, 0.4, s).astype(np.float32) for k, s in shapes.items()}
+    tokens = RNG.integers(0, V, (2, 5)).astype(np.int32)
+    targets = RNG.integers(0, V, (2, 5)).astype(np.int32)
+    lo, go = mx.value_and_grad(lambda p, a, b: _transformer_loss(mx, p, a, b))(
+        {k: mx.array(v) for k, v in init.items()}, mx.array(tokens), mx.array(targets))
+    lt, gt = M.value_and_grad(lambda p, a, b: _transformer_loss(M, p, a, b))(
+        {k: M.array(v) for k, v in init.items()}, M.array(tokens), M.array(targets))
+    _close(lo, lt)
+    _close(go, gt, rtol=1e-3, atol=1e-5)
