@@ -431,3 +431,18 @@ def _sdpa(node: array, inputs: list, flags: list[bool], size: int) -> list[array
     shape = (size * node._shape[0],) + node._shape[1:]
     out = make(p, tuple(folded) + tuple(inputs[main:]), shape, node._dtype, s)
     return [reshape(out, (size,) + node._shape, stream=s)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Autodiff's primitives: StopGradient is an identity cast; a custom_function/checkpoint node
+# passes its first n_out inputs (the body's values, already batched through the body's graph).
+
+from ..autodiff.custom import CustomCall, StopGradient  # noqa: E402
+
+register(StopGradient)(_broadcasting)
+
+
+@register(CustomCall)
+def _custom_call(node: array, inputs: list, flags: list[bool], size: int) -> list[array]:
+    n_out = node._prim.n_out
+    return [_full_batch(x, f, size, node) for x, f in zip(inputs[:n_out], flags[:n_out])]
