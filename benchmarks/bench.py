@@ -582,6 +582,13 @@ def _load_area_workloads() -> None:
 
 _load_area_workloads()
 
+#: The workloads an issue sets a bar on (``--bars``: the quick run gpu-check makes).
+BAR_WORKLOADS = ["add_f32", "add_f16", "add_bf16", "add_bcast", "add_strided", "op_sync",
+                 "op_batched", "h2d_fault", "h2d_auto", "h2d_pinned", "d2h_fault", "d2h_ours",
+                 "prefetch_loop", "sum_f32", "softmax_8192", "softmax_65536x1024", "sort_f32",
+                 "argsort_f32", "gather_2e24", "matmul_bf16", "matmul_f16", "matmul_f32",
+                 "matmul_tf32"]
+
 #: The issue's bars for the managed-memory rows: (row, reference row, minimum ratio).
 MEMORY_BARS = [("h2d_auto", "h2d_pinned", 0.8), ("h2d_auto", "h2d_fault", 5.0),
                ("d2h_ours", "d2h_fault", 2.0)]
@@ -604,6 +611,8 @@ def versions(impls: dict[str, Any]) -> dict[str, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", default=[], help="workload name (repeat)")
+    parser.add_argument("--bars", action="store_true",
+                        help="only the workloads an issue sets a bar on (BAR_WORKLOADS)")
     parser.add_argument("--skip", action="append", default=[], help="leave this workload out "
                         "(repeat; a trailing * matches a prefix: --skip 'h2d_*')")
     parser.add_argument("--impl", action="append", default=[], help="implementation (repeat)")
@@ -620,7 +629,8 @@ def main() -> int:
     unknown = [k for k in args.only if k not in WORKLOADS]
     if unknown:
         parser.error(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(WORKLOADS)}")
-    names = [k for k in args.only or list(WORKLOADS) if not _skipped(k, args.skip)]
+    chosen = args.only or (BAR_WORKLOADS if args.bars else list(WORKLOADS))
+    names = [k for k in chosen if not _skipped(k, args.skip)]
     for i, key in enumerate(names):
         title, unit, fn = WORKLOADS[key]
         log.info("[%d/%d] %s", i + 1, len(names), title)

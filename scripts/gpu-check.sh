@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # The GPU run, in one go on a machine with an NVIDIA GPU (from a checkout, no install needed):
-#   1. the GPU tests with NVRTC (fresh kernel cache, strict: ops must run as kernels),
-#   2. the GPU tests again with NVRTC disabled: common dtypes come from kernels_ptx/, the others
-#      from a cache filled beforehand by `cache warm` (as an offline box would get them),
-#   3. the GPU tests in device-memory mode (PYCUDAMLX_MEMORY=device; managed-only tests
-#      deselected by their marker),
-#   4. `pycudamlx smoke`,
-#   5. the benchmarks (peers measured in the same run),
+#   1. empty kernel caches filled by NVRTC on every core (`cache warm`), as a cold box starts;
+#   2. three test passes at once, each a pytest of `-m gpu` (pytest-xdist workers where it is
+#      installed), all strict (ops must run as kernels):
+#        nvrtc    kernels from NVRTC through the warmed cache,
+#        offline  NVRTC disabled: common dtypes from kernels_ptx/, the others from a cache warmed
+#                 beforehand (as an offline box would get them),
+#        device   PYCUDAMLX_MEMORY=device (no managed memory; managed-only tests deselected);
+#   3. `pycudamlx smoke`;
+#   4. the benchmarks an issue sets a bar on (`bench.py --bars`), peers measured in the same run
+#      (the whole set: BENCH_ARGS="--reps 10");
 # then prints a short summary. Logs and raw results go to $OUT (or /tmp/gpu-check).
 #
 #   bash scripts/gpu-check.sh                               # everything
 #   SKIP_BENCH=1 bash scripts/gpu-check.sh
 #   BENCH_ARGS="--only add_f32 --reps 5" bash scripts/gpu-check.sh
 #   PASSES="nvrtc" TESTS="tests/test_gpu_reduce.py" bash scripts/gpu-check.sh   # a part
+#   WORKERS=0 bash scripts/gpu-check.sh                     # no xdist: one process per pass
+#   WARM=0 ...                                              # compile on demand (a few tests)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}
@@ -21,50 +26,74 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 PASSES=${PASSES:-nvrtc offline device}
 TESTS=${TESTS:-tests}
+WORKERS=${WORKERS:-3}
 started=$(date +%s)
 cache1=$(mktemp -d) cache2=$(mktemp -d)
 chmod 700 "$cache1" "$cache2"
-stamp() { echo "   ($(( $(date +%s) - started )) s)"; }
-summary=()
+stamp() { echo "   ($(( $(date +%s) - started )) s) $*"; }
 
+xdist=()
+if [ "$WORKERS" -gt 0 ] && $PY -c "import xdist" 2>/dev/null; then
+    xdist=(-n "$WORKERS" --dist loadfile)
+fi
+
+if [ "${WARM:-1}" != 0 ]; then
+echo "== kernel caches: NVRTC fills two empty caches on every core"
+# cache1: every built-in module for this GPU (the nvrtc and device passes); cache2: the
+# uncommon dtypes only, so the offline pass takes the common ones from kernels_ptx/.
+PYCUDAMLX_CACHE_DIR=$cache1 timeout 600 $PY cli.py cache warm --dtypes all \
+    >"$OUT/warm-all.log" 2>&1 &
+warm1=$!
+if [[ " $PASSES " == *" offline "* ]]; then
+    PYCUDAMLX_CACHE_DIR=$cache2 timeout 600 $PY cli.py cache warm --dtypes uncommon \
+        >"$OUT/warm-uncommon.log" 2>&1
+fi
+wait $warm1
+tail -n 1 "$OUT/warm-all.log"
+stamp "caches warm"
+fi
+
+run_pass() {  # run_pass NAME: one strict pytest of the GPU tests, its log in $OUT
+    local log="$OUT/pytest-gpu-$1.log" marker=gpu vars=()
+    case $1 in
+        nvrtc)   vars=(PYCUDAMLX_CACHE_DIR="$cache1") ;;
+        offline) vars=(PYCUDAMLX_CACHE_DIR="$cache2" PYCUDAMLX_DISABLE_NVRTC=1) ;;
+        device)  vars=(PYCUDAMLX_CACHE_DIR="$cache1" PYCUDAMLX_MEMORY=device)
+                 marker="gpu and not managed" ;;
+    esac
+    env "${vars[@]}" PYCUDAMLX_STRICT_GPU=1 timeout 900 $PY -m pytest -q -rs \
+        -p no:cacheprovider ${xdist[@]+"${xdist[@]}"} -m "$marker" $TESTS >"$log" 2>&1
+}
+
+echo "== GPU tests: passes ${PASSES} at once${xdist:+ (pytest-xdist, $WORKERS workers each)}"
+pids=()
+for pass in $PASSES; do
+    case $pass in nvrtc|offline|device) ;; *) echo "unknown pass $pass"; continue ;; esac
+    run_pass "$pass" &
+    pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+stamp "tests done"
+summary=()
 for pass in $PASSES; do
     log="$OUT/pytest-gpu-$pass.log"
-    case $pass in
-        nvrtc)
-            echo "== GPU tests with NVRTC (the empty cache first filled by NVRTC on every core)"
-            # One module at a time, on demand, took 236 s of a 535 s run on the H200 (one
-            # core); `cache warm` compiles the whole built-in set for this GPU in parallel.
-            PYCUDAMLX_CACHE_DIR=$cache1 timeout 600 $PY cli.py cache warm --dtypes all \
-                2>&1 | tail -n 1
-            PYCUDAMLX_CACHE_DIR=$cache1 PYCUDAMLX_STRICT_GPU=1 timeout 900 \
-                $PY -m pytest -m gpu -q -rs -p no:cacheprovider $TESTS 2>&1 | tee "$log" ;;
-        offline)
-            echo "== GPU tests with NVRTC disabled (kernels_ptx + a warmed cache for the rest)"
-            PYCUDAMLX_CACHE_DIR=$cache2 timeout 300 $PY cli.py cache warm --dtypes uncommon \
-                2>&1 | tail -n 3 | tee "$OUT/warm.log"
-            PYCUDAMLX_CACHE_DIR=$cache2 PYCUDAMLX_DISABLE_NVRTC=1 PYCUDAMLX_STRICT_GPU=1 \
-                timeout 900 $PY -m pytest -m gpu -q -rs -p no:cacheprovider $TESTS 2>&1 \
-                | tee "$log" ;;
-        device)
-            echo "== GPU tests in device-memory mode (no managed memory: WSL, Windows, Jetson)"
-            PYCUDAMLX_CACHE_DIR=$cache1 PYCUDAMLX_MEMORY=device PYCUDAMLX_STRICT_GPU=1 \
-                timeout 900 $PY -m pytest -m "gpu and not managed" -q -rs -p no:cacheprovider \
-                $TESTS 2>&1 | tee "$log" ;;
-        *) echo "unknown pass $pass"; continue ;;
-    esac
-    stamp
-    summary+=("$(printf 'GPU tests, %-8s %s' "$pass:" "$(grep -E '(passed|failed|error)' "$log" | tail -n 1)")")
+    [ -f "$log" ] || continue
+    grep -E "^(FAILED|ERROR) " "$log" | head -n 20 | sed "s/^/[$pass] /"
+    summary+=("$(printf 'GPU tests, %-8s %s' "$pass:" \
+        "$(grep -E '(passed|failed|error)' "$log" | tail -n 1)")")
 done
 
 echo "== smoke"
-PYCUDAMLX_CACHE_DIR=$cache1 timeout 300 $PY cli.py smoke 2>&1 | tee "$OUT/smoke.log"
-smoke_rc=${PIPESTATUS[0]}
-stamp
+PYCUDAMLX_CACHE_DIR=$cache1 timeout 300 $PY cli.py smoke >"$OUT/smoke.log" 2>&1
+smoke_rc=$?
+tail -n 1 "$OUT/smoke.log"
+stamp "smoke done"
 
 if [ -z "${SKIP_BENCH:-}" ]; then
     echo "== benchmarks"
     PYCUDAMLX_CACHE_DIR=$cache1 timeout 900 $PY benchmarks/bench.py --json "$OUT/bench.json" \
-        ${BENCH_ARGS:---reps 10} 2>&1 | tee "$OUT/bench.log"
+        ${BENCH_ARGS:---bars --reps 10} >"$OUT/bench.log" 2>&1
+    stamp "benchmarks done"
 fi
 
 echo

@@ -1,0 +1,70 @@
+"""Whole MLX programs, unchanged, through `pycudamlx run`: the numbers real MLX prints.
+
+Each script in tests/programs/ imports mlx.core, mlx.nn, mlx.optimizers and mlx.utils and trains
+a small model (value_and_grad, optimizers and schedules, mx.compile with captured state,
+clip_grad_norm, vmap). Its `.expected` file holds what real MLX 0.32.4 (CPU build) printed; a
+test re-checks that against MLX where MLX is installed. pycudamlx runs each script through the
+import hook in a subprocess; every printed number must agree: to 1e-4 on the CPU, and on the
+GPU (TF32 matmuls, other summation orders) to 2e-2.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PROGRAMS = sorted((Path(__file__).parent / "programs").glob("*.py"))
+_NUMBER = re.compile(r"\(\d+,?\)|-?\d+\.\d+(?:e[-+]?\d+)?")
+#: Runs a script through the import hook on the given default device.
+_RUNNER = ("import sys, pycudamlx.core as mx; from pycudamlx.mlx_compat import run_script; "
+           "mx.set_default_device(getattr(mx, sys.argv[1])); run_script(sys.argv[2])")
+
+
+def _run(args: list[str], pythonpath: str | None) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def _ours(program: Path, device: str) -> str:
+    return _run([sys.executable, "-c", _RUNNER, device, str(program)], str(REPO))
+
+
+def _compare(got: str, want: str, rel: float) -> None:
+    a, b = _NUMBER.findall(got), _NUMBER.findall(want)
+    assert len(a) == len(b) and a, (got, want)
+    for x, y in zip(a, b):
+        if y.startswith("("):
+            assert x == y, (got, want)
+        else:
+            assert abs(float(x) - float(y)) <= rel * max(1.0, abs(float(y))), (got, want)
+
+
+def _expected(program: Path) -> str:
+    return program.with_suffix(".expected").read_text()
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.stem)
+def test_expected_output_is_what_mlx_prints(program):
+    pytest.importorskip("mlx.core")
+    _compare(_run([sys.executable, str(program)], None), _expected(program), 1e-6)
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.stem)
+def test_program_matches_mlx_on_the_cpu(program):
+    _compare(_ours(program, "cpu"), _expected(program), 1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.stem)
+def test_program_matches_mlx_on_the_gpu(program, gpu_device):
+    _compare(_ours(program, "gpu"), _expected(program), 2e-2)
