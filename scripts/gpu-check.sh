@@ -18,6 +18,7 @@
 #   PASSES="nvrtc" TESTS="tests/test_gpu_reduce.py" bash scripts/gpu-check.sh   # a part
 #   WORKERS=0 bash scripts/gpu-check.sh                     # no xdist: one process per pass
 #   WARM=0 ...                                              # compile on demand (a few tests)
+#   CACHE_DIR=/tmp/pcm-cache ...                            # keep the NVRTC cache for later
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}
@@ -28,7 +29,9 @@ PASSES=${PASSES:-nvrtc offline device}
 TESTS=${TESTS:-tests}
 WORKERS=${WORKERS:-3}
 started=$(date +%s)
-cache1=$(mktemp -d) cache2=$(mktemp -d)
+# CACHE_DIR names the first cache (to reuse it warm afterwards); it must start empty.
+cache1=${CACHE_DIR:-$(mktemp -d)} cache2=$(mktemp -d)
+mkdir -p "$cache1"
 chmod 700 "$cache1" "$cache2"
 stamp() { echo "   ($(( $(date +%s) - started )) s) $*"; }
 

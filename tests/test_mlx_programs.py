@@ -4,8 +4,8 @@ Each script in tests/programs/ imports mlx.core, mlx.nn, mlx.optimizers and mlx.
 a small model (value_and_grad, optimizers and schedules, mx.compile with captured state,
 clip_grad_norm, vmap). Its `.expected` file holds what real MLX 0.32.4 (CPU build) printed; a
 test re-checks that against MLX where MLX is installed. pycudamlx runs each script through the
-import hook in a subprocess; every printed number must agree: to 1e-4 on the CPU, and on the
-GPU (TF32 matmuls, other summation orders) to 2e-2.
+import hook in a subprocess; every printed number must agree: to 1e-4 on the CPU, and to 2e-3
+on the GPU (TF32 off; other summation orders).
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ _RUNNER = ("import sys, pycudamlx.core as mx; from pycudamlx.mlx_compat import r
            "mx.set_default_device(getattr(mx, sys.argv[1])); run_script(sys.argv[2])")
 
 
-def _run(args: list[str], pythonpath: str | None) -> str:
+def _run(args: list[str], pythonpath: str | None, **extra_env: str) -> str:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(extra_env)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
     proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
@@ -35,8 +36,8 @@ def _run(args: list[str], pythonpath: str | None) -> str:
     return proc.stdout
 
 
-def _ours(program: Path, device: str) -> str:
-    return _run([sys.executable, "-c", _RUNNER, device, str(program)], str(REPO))
+def _ours(program: Path, device: str, **extra_env: str) -> str:
+    return _run([sys.executable, "-c", _RUNNER, device, str(program)], str(REPO), **extra_env)
 
 
 def _compare(got: str, want: str, rel: float) -> None:
@@ -67,4 +68,6 @@ def test_program_matches_mlx_on_the_cpu(program):
 @pytest.mark.gpu
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.stem)
 def test_program_matches_mlx_on_the_gpu(program, gpu_device):
-    _compare(_ours(program, "gpu"), _expected(program), 2e-2)
+    # float32 matmuls in full precision (with TF32, as MLX's CUDA build also uses by default,
+    # the transformer's gradient norm drifted 3% from the CPU's in 12 steps on the H200)
+    _compare(_ours(program, "gpu", PYCUDAMLX_ENABLE_TF32="0"), _expected(program), 2e-3)

@@ -353,13 +353,17 @@ class Fake:
         r = self._scan(t, np.moveaxis(xs, 1, -1), reverse, inclusive)
         self.arr(out, t[0], outer * length * inner)[:] = np.moveaxis(r, -1, 1).reshape(-1)
 
-    def softmax_row(self, t, grid, block, x, out, rows, length, warp_rows, vec):
+    def softmax_row(self, t, grid, block, x, out, rows, length, warp_rows):
         if warp_rows:
             assert grid * (block // 32) >= rows and length <= 256
         else:
             assert grid == rows and block % 32 == 0 and block <= 1024
-        if vec:
-            assert x % 16 == 0 and out % 16 == 0
+        mode = registry.SOFTMAX_MODES[int(t[1])]
+        if mode == "packs":  # 16-byte loads and stores
+            assert x % 16 == 0 and out % 16 == 0 and length * np.dtype(_CT[t[0]]).itemsize % 16 == 0
+        if mode in ("packs", "scalars"):  # the row fits the registers (reduce.cu sm_ept)
+            ept = 8 if t[0] == "double" else 32
+            assert length <= (32 if warp_rows else block) * ept
         xs = self.arr(x, t[0], rows * length).reshape(rows, length)
         d = dt.float32 if t[0] == "float" else dt.by_name[
             {"double": "float64", "__half": "float16", "__nv_bfloat16": "bfloat16",

@@ -425,23 +425,31 @@ def _long_scan(op: str, mod: Any, row_e: str, totals_e: str, xd: GpuArray, out: 
 def _softmax_rows(x: GpuArray, out: GpuArray, rows: int, length: int, stream: CudaStream
                   ) -> None:
     name = x.dtype.name
-    xp, op_ = _ptr(x), _ptr(out)
-    vec = int(xp % 16 == 0 and op_ % 16 == 0 and (length * x.dtype.size) % 16 == 0)
     key = ("softmax", name, rows, length, stream.device.index)
     plan = _plans.get(key)
     if plan is None:
         mod = _module(registry.scan_module, (name,), stream.device)
-        kernel = mod[registry.softmax_expression(name)]
+        kernels = {m: mod[e] for m, e in registry.softmax_expressions(name).items()}
+        # reduce.cu sm_ept: elements of a row each thread keeps in registers
+        per_thread = 8 if x.dtype.size >= 8 and x.dtype.kind != "c" else 32
         if length <= 256:
-            plan = (kernel, (rows + 7) // 8, 256, 1)
+            grid, block, warp_rows = (rows + 7) // 8, 256, 1
         else:
-            # reduce.cu sm_ept: elements each thread keeps in registers
-            per_thread = 16 if x.dtype.size >= 8 and x.dtype.kind != "c" else 32
             block = min(1024, max(32, (-(-length // per_thread) + 31) // 32 * 32))
-            plan = (kernel, rows, block, 0)
+            grid, block, warp_rows = rows, block, 0
+        threads = 32 if warp_rows else block
+        if "packs" not in kernels:  # complex
+            cached = packs = kernels["online"]
+        elif length <= threads * per_thread:
+            cached, packs = kernels["scalars"], kernels["packs"]
+        else:
+            cached = packs = kernels["online"]
+        plan = (packs, cached, grid, block, warp_rows)
         _remember(key, plan)
-    kernel, grid, block, warp_rows = plan
-    kernel(grid, block, stream, xp, op_, rows, length, warp_rows, vec)
+    packs, cached, grid, block, warp_rows = plan
+    xp, op_ = _ptr(x), _ptr(out)
+    aligned = not ((xp | op_ | (length * x.dtype.size)) & 15)
+    (packs if aligned else cached)(grid, block, stream, xp, op_, rows, length, warp_rows)
 
 
 def softmax(x: GpuArray, axes: Sequence[int], out: GpuArray, stream: CudaStream) -> None:

@@ -585,10 +585,17 @@ def median_expression(dtype: str) -> str:
     return f"median_row<{_ctype(dtype)}, {_ctype(_float_out(dtype))}>"
 
 
-def softmax_expression(dtype: str) -> str | None:
-    if dt.by_name[dtype].kind not in "fc":
+#: softmax_row's strategies (reduce.cu SM_PACKS, SM_SCALARS, SM_ONLINE).
+SOFTMAX_MODES = ("packs", "scalars", "online")
+
+
+def softmax_expressions(dtype: str) -> dict[str, str] | None:
+    """softmax_row's name expression per strategy (complex rows: online only)."""
+    kind = dt.by_name[dtype].kind
+    if kind not in "fc":
         return None
-    return f"softmax_row<{_ctype(dtype)}>"
+    modes = SOFTMAX_MODES if kind == "f" else ("online",)
+    return {m: f"softmax_row<{_ctype(dtype)}, {SOFTMAX_MODES.index(m)}>" for m in modes}
 
 
 @functools.lru_cache(maxsize=None)
@@ -608,9 +615,8 @@ def scan_module(dtype: str) -> ModuleSpec:
         kernels.append(KernelSpec(row, ("ptr", "ptr", "i64", "i64", "i32", "i64", "ptr", "ptr")))
         kernels.append(KernelSpec(cols, ("ptr", "ptr", "i64", "i64", "i64")))
         kernels.append(KernelSpec(part, ("ptr", "ptr", "ptr", "i64", "i64")))
-    sm = softmax_expression(dtype)
-    if sm is not None:
-        kernels.append(KernelSpec(sm, ("ptr", "ptr", "i64", "i64", "i32", "i32")))
+    for expr in (softmax_expressions(dtype) or {}).values():
+        kernels.append(KernelSpec(expr, ("ptr", "ptr", "i64", "i64", "i32")))
     kernels.append(KernelSpec(median_expression(dtype), ("ptr", "ptr", "i64", "i64")))
     return ModuleSpec(f"scan.{dtype}", "scan", _program("reduce.cu", math=True),
                       tuple(kernels), (dtype,))

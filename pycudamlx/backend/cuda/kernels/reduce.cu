@@ -574,9 +574,9 @@ template <typename F> PCM_DEVICE void sm_combine(F& m, F& s, F m2, F s2) {
 // the H200 32 per thread in 256-thread blocks ran 8,192-wide float32 rows at 3.99 TB/s, 8 per
 // thread in 1,024-thread blocks at 2.81-3.71); longer rows take an online
 // max/sum pass, then a second read that writes. One warp per row (warp_rows) for short rows.
-// Elements of a row each thread keeps in registers (16 for 8-byte arithmetic: the same bytes).
+// Elements of a row each thread keeps in registers (8 for double: its exp needs registers).
 template <typename T> struct sm_ept {
-  static const int value = sizeof(typename compute_type<T>::type) >= 8 ? 16 : 32;
+  static const int value = sizeof(typename compute_type<T>::type) >= 8 ? 8 : 32;
 };
 
 template <typename T, int N>
@@ -655,10 +655,18 @@ PCM_DEVICE void softmax_online(const T* __restrict__ p, T* __restrict__ q, int64
   for (int64_t j = tid; j < len; j += nt) q[j] = cast<T>(pcm_exp(F(to_compute(p[j])) - gm) / gs);
 }
 
-template <typename T>
-__global__ void __launch_bounds__(1024) softmax_row(const T* __restrict__ x, T* __restrict__ out, int64_t rows,
-                            int64_t len, int32_t warp_rows, int32_t vec) {
-  typedef typename compute_type<T>::type F;
+// One kernel per strategy, so each gets its own registers (one kernel holding all three spilled
+// in the cached path): SM_PACKS rows of up to nt * SM_EPT elements cached as 16-byte packs (row
+// and pointers 16-byte aligned), SM_SCALARS the same element by element, SM_ONLINE any length
+// (and every complex row).
+#define SM_PACKS 0
+#define SM_SCALARS 1
+#define SM_ONLINE 2
+
+template <typename T, int MODE>
+__global__ void __launch_bounds__(1024) softmax_row(const T* __restrict__ x, T* __restrict__ out,
+                                                    int64_t rows, int64_t len,
+                                                    int32_t warp_rows) {
   int64_t row;
   int tid, nt;
   if (warp_rows) {
@@ -675,15 +683,13 @@ __global__ void __launch_bounds__(1024) softmax_row(const T* __restrict__ x, T* 
   T* q = out + row * len;
   if constexpr (red_is_complex<T>::value) {
     softmax_complex(p, q, len, tid, nt, warp_rows);
-  } else {
+  } else if constexpr (MODE == SM_PACKS) {
     constexpr int N = red_vec<T>::N;
-    if (vec && len <= (int64_t)nt * sm_ept<T>::value) {
-      softmax_cached<T, (N > 8 ? 8 : N)>(p, q, len, tid, nt, warp_rows);
-    } else if (len <= (int64_t)nt * sm_ept<T>::value) {
-      softmax_cached<T, 1>(p, q, len, tid, nt, warp_rows);
-    } else {
-      softmax_online(p, q, len, tid, nt, warp_rows);
-    }
+    softmax_cached<T, (N > 8 ? 8 : N)>(p, q, len, tid, nt, warp_rows);
+  } else if constexpr (MODE == SM_SCALARS) {
+    softmax_cached<T, 1>(p, q, len, tid, nt, warp_rows);
+  } else {
+    softmax_online(p, q, len, tid, nt, warp_rows);
   }
 }
 
