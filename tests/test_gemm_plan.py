@@ -184,3 +184,19 @@ def test_cublas_binding_loads_when_installed():
     for sym in ("cublasCreate_v2", "cublasSetStream_v2", "cublasSetWorkspace_v2",
                 "cublasGemmStridedBatchedEx", "cublasGemmEx"):
         assert hasattr(cublas.library(), sym)
+
+
+def test_c_broadcasts_to_the_output():
+    # vmap batches addmm's a and b but not c: c arrives with fewer (or size-1) dimensions
+    from pycudamlx.backend.cuda.array import GpuArray
+
+    buf = FakeBuffer(np.arange(6, dtype=np.float32))
+    c = GpuArray(buf, 0, (1, 3, 2), (6, 2, 1), dt.float32)
+    v = gemm._broadcast(c, (4, 3, 2))
+    assert v.shape == (4, 3, 2) and v.strides == (0, 2, 1) and v.buffer is buf
+    row = GpuArray(buf, 2, (2,), (1,), dt.float32)
+    v = gemm._broadcast(row, (4, 3, 2))
+    assert v.shape == (4, 3, 2) and v.strides == (0, 0, 1) and v.offset == 2
+    np.testing.assert_array_equal(_read(buf.ptr + 8, v.shape, v.strides, np.float32),
+                                  np.broadcast_to(np.float32([2, 3]), (4, 3, 2)))
+    assert gemm._broadcast(c, (1, 3, 2)) is c

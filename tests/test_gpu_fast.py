@@ -9,6 +9,8 @@ float64, output dims split over grid.z), more than 65,535 batch*heads, and user 
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -251,7 +253,30 @@ def test_sdpa_gpu_float64_oracle_long():
 # cuda_kernel
 
 
+@contextlib.contextmanager
+def _compiled_by_nvrtc():
+    """A user's kernel is compiled by NVRTC. With NVRTC disabled (gpu-check's offline pass) its
+    first launch must raise KernelUnavailableError naming NVRTC, which ends the test there."""
+    if not _env.DISABLE_NVRTC:
+        yield
+        return
+    from pycudamlx.backend.cuda.compiler import KernelUnavailableError
+
+    with pytest.raises(KernelUnavailableError, match="NVRTC"):
+        yield
+
+
 def test_cuda_kernel_mlx_example():
+    with _compiled_by_nvrtc():
+        _cuda_kernel_mlx_example()
+
+
+def test_cuda_kernel_shapes_strides_init_and_shared_memory():
+    with _compiled_by_nvrtc():
+        _cuda_kernel_shapes_strides_init_and_shared_memory()
+
+
+def _cuda_kernel_mlx_example():
     source = """
         auto elem = cooperative_groups::this_grid().thread_rank();
         T tmp = inp[elem];
@@ -268,7 +293,7 @@ def test_cuda_kernel_mlx_example():
         np.testing.assert_allclose(_host(b), np.exp(_host(a)), rtol=tol, atol=tol)
 
 
-def test_cuda_kernel_shapes_strides_init_and_shared_memory():
+def _cuda_kernel_shapes_strides_init_and_shared_memory():
     source = """
         int i = threadIdx.x + blockIdx.x * blockDim.x;
         extern __shared__ float buf[];

@@ -139,7 +139,13 @@ def test_fused_normal_equals_composition_on_gpu():
             a = pm.random.normal((4097,), dtype, 0.5, 2.0, key=K(3))
             b = pm.random.normal((4097,), dtype, pm.array(0.5), pm.array(2.0), key=K(3))
             pm.eval(a, b)
-        np.testing.assert_array_equal(_bits_view(host(a)), _bits_view(host(b)))
+        if _env.DISABLE_NVRTC:
+            # kernels_ptx (NVRTC 12.0) for the common dtypes, a cache filled by NVRTC 13 for
+            # float64: two compilers may round an erfinvf step 1 float32 ulp apart (H200)
+            np.testing.assert_allclose(host(a).astype(np.float64), host(b).astype(np.float64),
+                                       rtol=2.4e-7, atol=0)
+        else:
+            np.testing.assert_array_equal(_bits_view(host(a)), _bits_view(host(b)))
     both(lambda: pm.random.normal((999,), pm.float64, loc=-1, scale=0.5, key=K(2)),
          ulps=2.0 ** 31)
 

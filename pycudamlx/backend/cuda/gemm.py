@@ -72,6 +72,16 @@ def _layout(rows: int, cols: int, srow: int, scol: int) -> tuple[int, int] | Non
     return None
 
 
+def _broadcast(x: Any, shape: tuple[int, ...]) -> Any:
+    """A stride-0 view of ``x`` broadcast to ``shape`` (numpy's rules; ``x`` itself if equal)."""
+    if tuple(x.shape) == shape:
+        return x
+    lead = len(shape) - len(x.shape)
+    strides = [0] * lead + [0 if e == 1 and t != 1 else s
+                            for e, t, s in zip(x.shape, shape[lead:], x.strides)]
+    return x.view(x.offset, shape, tuple(strides))
+
+
 def _contiguous(x: Any, stream: CudaStream) -> Any:
     out = gpu_array.empty(x.shape, x.dtype, stream)
     elementwise.copy(x, out, stream)
@@ -84,7 +94,8 @@ def matmul(a: Any, b: Any, c: Any | None, shape: tuple[int, ...], dtype: dt.Dtyp
     """A new contiguous array ``alpha * (a @ b) + beta * c`` of ``shape``."""
     out = gpu_array.empty(shape, dtype, stream)
     if c is not None and beta != 0.0:
-        elementwise.copy(c, out, stream)  # cuBLAS's beta reads C in place
+        # cuBLAS's beta reads C in place; c may broadcast (vmap batches a and b but not c)
+        elementwise.copy(_broadcast(c, tuple(shape)), out, stream)
     else:
         beta = 0.0
     run(a, b, out, alpha, beta, stream)

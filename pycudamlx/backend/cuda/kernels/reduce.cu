@@ -579,7 +579,13 @@ template <typename T> struct sm_ept {
   static const int value = sizeof(typename compute_type<T>::type) >= 8 ? 8 : 32;
 };
 
-template <typename T, int N>
+// The row maximum may skip NaNs (fmax: one instruction instead of a NaN test and a select):
+// a NaN anywhere in the row still makes the sum, so every output, NaN, as the formula does.
+PCM_DEVICE float sm_fmax(float a, float b) { return fmaxf(a, b); }
+PCM_DEVICE double sm_fmax(double a, double b) { return fmax(a, b); }
+
+// FULL: the row is exactly PK packs per thread, so no load or store needs a bounds test.
+template <typename T, int N, bool FULL>
 PCM_DEVICE void softmax_cached(const T* __restrict__ p, T* __restrict__ q, int64_t len, int tid,
                                int nt, bool warp_rows) {
   typedef typename compute_type<T>::type F;
@@ -593,12 +599,12 @@ PCM_DEVICE void softmax_cached(const T* __restrict__ p, T* __restrict__ q, int64
 #pragma unroll
   for (int k = 0; k < PK; ++k) {
     int64_t j = (int64_t)k * nt + tid;
-    if (j < npk) {
+    if (FULL || j < npk) {
       P a = pp[j];
 #pragma unroll
       for (int e = 0; e < N; ++e) {
         v[k][e] = to_compute(a.v[e]);
-        m = pcm_max(m, v[k][e]);
+        m = sm_fmax(m, v[k][e]);
       }
     }
   }
@@ -608,7 +614,7 @@ PCM_DEVICE void softmax_cached(const T* __restrict__ p, T* __restrict__ q, int64
 #pragma unroll
   for (int k = 0; k < PK; ++k) {
     int64_t j = (int64_t)k * nt + tid;
-    if (j < npk) {
+    if (FULL || j < npk) {
 #pragma unroll
       for (int e = 0; e < N; ++e) {
         v[k][e] = pcm_exp(v[k][e] - m);
@@ -620,7 +626,7 @@ PCM_DEVICE void softmax_cached(const T* __restrict__ p, T* __restrict__ q, int64
 #pragma unroll
   for (int k = 0; k < PK; ++k) {
     int64_t j = (int64_t)k * nt + tid;
-    if (j < npk) {
+    if (FULL || j < npk) {
       P a;
 #pragma unroll
       for (int e = 0; e < N; ++e) a.v[e] = cast<T>(v[k][e] / s);
@@ -684,10 +690,14 @@ __global__ void __launch_bounds__(1024) softmax_row(const T* __restrict__ x, T* 
   if constexpr (red_is_complex<T>::value) {
     softmax_complex(p, q, len, tid, nt, warp_rows);
   } else if constexpr (MODE == SM_PACKS) {
-    constexpr int N = red_vec<T>::N;
-    softmax_cached<T, (N > 8 ? 8 : N)>(p, q, len, tid, nt, warp_rows);
+    constexpr int N = red_vec<T>::N > 8 ? 8 : red_vec<T>::N;
+    if (len == (int64_t)nt * sm_ept<T>::value) {
+      softmax_cached<T, N, true>(p, q, len, tid, nt, warp_rows);
+    } else {
+      softmax_cached<T, N, false>(p, q, len, tid, nt, warp_rows);
+    }
   } else if constexpr (MODE == SM_SCALARS) {
-    softmax_cached<T, 1>(p, q, len, tid, nt, warp_rows);
+    softmax_cached<T, 1, false>(p, q, len, tid, nt, warp_rows);
   } else {
     softmax_online(p, q, len, tid, nt, warp_rows);
   }
