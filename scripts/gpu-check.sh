@@ -8,8 +8,9 @@
 #                 beforehand (as an offline box would get them),
 #        device   PYCUDAMLX_MEMORY=device (no managed memory; managed-only tests deselected);
 #   3. `pycudamlx smoke`;
-#   4. the benchmarks an issue sets a bar on (`bench.py --bars`), peers measured in the same run
-#      (the whole set: BENCH_ARGS="--reps 10");
+#   4. quick benchmarks (sum and softmax against torch and CuPy, measured in the same run; the
+#      rows an issue sets a bar on: BENCH_ARGS="--bars --reps 10", about 200 s more; every row:
+#      BENCH_ARGS="--reps 10");
 # then prints a short summary. Logs and raw results go to $OUT (or /tmp/gpu-check).
 #
 #   bash scripts/gpu-check.sh                               # everything
@@ -97,7 +98,8 @@ stamp "smoke done"
 if [ -z "${SKIP_BENCH:-}" ]; then
     echo "== benchmarks"
     PYCUDAMLX_CACHE_DIR=$cache1 timeout 900 $PY benchmarks/bench.py --json "$OUT/bench.json" \
-        ${BENCH_ARGS:---bars --reps 10} >"$OUT/bench.log" 2>&1
+        ${BENCH_ARGS:---only sum_f32 --only softmax_8192 --only softmax_65536x1024 --reps 10} \
+        >"$OUT/bench.log" 2>&1
     stamp "benchmarks done"
 fi
 
