@@ -11,13 +11,13 @@ variant's result is checked against numpy before its time is reported.
 from __future__ import annotations
 
 import logging
-import statistics
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 from pycudamlx import dtypes as dt  # noqa: E402
 from pycudamlx.backend.cuda import array as ga, compiler, driver, elementwise as ew  # noqa: E402
@@ -98,6 +98,8 @@ __global__ void x_transpose(const T* __restrict__ a, const T* __restrict__ b, U*
 
 
 def main() -> int:
+    import bench  # its timing method
+
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     dev = driver.get_device(0)
     s = st.default_stream(dev)
@@ -106,16 +108,9 @@ def main() -> int:
     rows_out = []
 
     def timed(fn, reps=10) -> float:
-        e0, e1 = st.TimingEvent(dev), st.TimingEvent(dev)
-        fn()
-        s.synchronize()
-        times = []
-        for _ in range(reps):
-            e0.record(s)
-            fn()
-            e1.record(s)
-            times.append(e0.elapsed_ms(e1))
-        return statistics.median(times)
+        """ms per launch, bench.py's method (back to back, one queued ahead, median of 3)."""
+        return bench._pipelined_ms(fn, lambda e: e.record(s),
+                                   lambda: (st.TimingEvent(dev), st.TimingEvent(dev)), reps)
 
     copy_ms = None
     for dname, n_vec in (("float32", 4), ("float16", 8), ("bfloat16", 8)):

@@ -14,7 +14,6 @@ Every variant's result is checked against numpy before its time is reported.
 from __future__ import annotations
 
 import logging
-import statistics
 import sys
 from pathlib import Path
 
@@ -145,6 +144,8 @@ SOFTMAX_WARP_PK = (2, 4, 8)
 
 
 def main() -> int:
+    import bench  # its timing method, and the peers' timers (torch and CuPy own streams)
+
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     dev = driver.get_device(0)
     s = st.default_stream(dev)
@@ -153,18 +154,9 @@ def main() -> int:
     rows_out: list[tuple[str, float]] = []
 
     def timed(fn, reps: int = 20) -> float:
-        """ms per launch over back-to-back launches, one queued ahead (median of 3)."""
-        fn()
-        samples = []
-        for _ in range(3):
-            e0, e1 = st.TimingEvent(dev), st.TimingEvent(dev)
-            fn()
-            e0.record(s)
-            for _ in range(reps):
-                fn()
-            e1.record(s)
-            samples.append(e0.elapsed_ms(e1) / reps)
-        return statistics.median(samples)
+        """ms per launch, bench.py's method (back to back, one queued ahead, median of 3)."""
+        return bench._pipelined_ms(fn, lambda e: e.record(s),
+                                   lambda: (st.TimingEvent(dev), st.TimingEvent(dev)), reps)
 
     def report(label: str, tbs: float, ok: bool = True) -> None:
         rows_out.append((label + ("" if ok else " WRONG"), tbs))
@@ -179,7 +171,6 @@ def main() -> int:
     spec = registry.ModuleSpec("tune.reduce", "tune", base.source + EXTRA, kernels, ("float32",))
     mod = compiler.load(spec, dev)
 
-    import bench  # the peers' timers: torch and CuPy time on their own streams
     import pycudamlx.core as mx
 
     peers = bench.load_impls(["torch", "cupy"])

@@ -175,22 +175,7 @@ class Module(dict):
                 apply(current, new)
 
         def apply(dst: Any, src: Any) -> None:
-            if isinstance(src, dict):
-                for k in src:
-                    if k in dst:
-                        replace(dst, k, src[k])
-                    elif strict:
-                        raise ValueError(f'Module does not have parameter named "{k}".')
-            elif isinstance(src, list):
-                for i in range(len(src)):
-                    if i >= len(dst):
-                        if strict:
-                            raise ValueError(f"List index {i} is out of bounds for "
-                                             f"destination of length {len(dst)}.")
-                        continue
-                    replace(dst, i, src[i])
-            elif strict:
-                raise ValueError(f"Received invalid type: {type(src).__name__}.")
+            _merge(dst, src, replace, strict, "parameter")
 
         apply(self, parameters)
         return self
@@ -359,19 +344,25 @@ def _update_modules(dst: Any, modules: Any, strict: bool) -> None:
         elif strict and new != {}:
             raise ValueError(f"Received invalid type: {type(new).__name__}.")
 
-    if isinstance(modules, dict):
-        for k in modules:
+    _merge(dst, modules, replace, strict, "sub-module")
+
+
+def _merge(dst: Any, src: Any, replace: Any, strict: bool, noun: str) -> None:
+    """``replace(dst, key, src[key])`` for each key of the dict or list ``src`` that ``dst``
+    has; with ``strict``, a key ``dst`` lacks or a ``src`` of another type raises MLX's error."""
+    if isinstance(src, dict):
+        for k in src:
             if k in dst:
-                replace(dst, k, modules[k])
+                replace(dst, k, src[k])
             elif strict:
-                raise ValueError(f'Module does not have sub-module named "{k}".')
-    elif isinstance(modules, list):
-        for i in range(len(modules)):
+                raise ValueError(f'Module does not have {noun} named "{k}".')
+    elif isinstance(src, list):
+        for i in range(len(src)):
             if i >= len(dst):
                 if strict:
                     raise ValueError(f"List index {i} is out of bounds for destination of "
                                      f"length {len(dst)}.")
                 continue
-            replace(dst, i, modules[i])
+            replace(dst, i, src[i])
     elif strict:
-        raise ValueError(f"Received invalid type: {type(modules).__name__}.")
+        raise ValueError(f"Received invalid type: {type(src).__name__}.")
