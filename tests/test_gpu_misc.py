@@ -123,3 +123,53 @@ def test_gguf_round_trip_of_gpu_arrays(tmp_path):
         assert back[k].shape == a.shape and back[k].dtype == a.dtype
         assert _bytes(back[k]) == _bytes(a)
     assert meta["s"] == "x" and np.array(meta["v"]).tolist() == [1, 2, 3]
+
+
+# ------------------------------------------------------------------------------------------------
+# fp8, depends, fast.cross_entropy (compositions: the GPU gives the CPU backend's bits)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_fp8_round_trip_matches_cpu(dtype):
+    rng = np.random.default_rng(5)
+    bits = rng.integers(0, 2 ** 32, 100_003, dtype=np.uint64).astype(np.uint32)
+    x = pm.array(np.concatenate([bits.view(np.float32),
+                                 np.float32([0, -0.0, 448, 480, 2.0 ** -10, np.inf, np.nan])]))
+    x = x.astype(getattr(pm, dtype), stream=pm.cpu)
+    with pm.stream(pm.cpu):
+        want = pm.to_fp8(x)
+        back_want = pm.from_fp8(want, getattr(pm, dtype))
+        pm.eval(want, back_want)
+    with pm.stream(pm.gpu):
+        got = pm.to_fp8(x)
+        back = pm.from_fp8(got, getattr(pm, dtype))
+        pm.eval(got, back)
+    assert type(got._data).__name__ == "GpuArray" and got.dtype == pm.uint8
+    np.testing.assert_array_equal(np.array(got), np.array(want))
+    np.testing.assert_array_equal(_bytes(back), _bytes(back_want))
+
+
+def test_depends_on_gpu():
+    with pm.stream(pm.gpu):
+        dep = pm.arange(5, dtype=pm.float32) * 2
+        out = pm.depends(pm.ones((3,)) + 1, dep)
+        pm.eval(out)
+    assert type(out._data).__name__ == "GpuArray" and out.tolist() == [2.0, 2.0, 2.0]
+    assert dep._data is not None  # evaluated first
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_fast_cross_entropy_gpu_accumulates_in_float32(dtype, monkeypatch):
+    rng = np.random.default_rng(6)
+    logits = (rng.standard_normal((9, 5, 1001)) * 4).astype(np.float32)
+    targets = rng.integers(0, 1001, (9, 5))
+    x = pm.array(logits).astype(getattr(pm, dtype), stream=pm.cpu)
+    with pm.stream(pm.gpu):
+        out = pm.fast.cross_entropy(x, pm.array(targets))
+        pm.eval(out)
+    assert type(out._data).__name__ == "GpuArray" and out.dtype == pm.float32
+    xs = np.array(x.astype(pm.float32, stream=pm.cpu)).astype(np.float64)
+    m = xs.max(-1, keepdims=True)
+    ref = (np.log(np.exp(xs - m).sum(-1)) + m[..., 0]
+           - np.take_along_axis(xs, targets[..., None], -1)[..., 0])
+    np.testing.assert_allclose(np.array(out), ref, rtol=1e-5, atol=1e-5)

@@ -14,7 +14,7 @@ from .. import core as mx
 from .. import dtypes as dt
 from ..core.array import make
 from ..graph.primitives import (bitview, creation, fast as F, fft as FFT, matmul as M,
-                                random as RND, sorting as S)
+                                random as RND, shape as SH, sorting as S)
 from .registry import register, register_single
 
 
@@ -210,3 +210,9 @@ def _fft(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     w = mx.where(interior, 2.0 * scale, scale)
     w = mx.reshape(w, (m,) + (1,) * (x.ndim - last - 1))
     return [g * w]
+
+
+@register(SH.Depends)
+def _depends(prim: Any, inputs: tuple, outs: list, cts: list, wanted: list) -> list:
+    """The outputs are the first inputs; the dependencies get no gradient."""
+    return list(cts[:prim.n_out]) + [None] * (len(inputs) - prim.n_out)

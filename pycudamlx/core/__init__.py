@@ -44,6 +44,7 @@ from .conv import *  # noqa: F401,F403,E402
 from .quantize import *  # noqa: F401,F403,E402
 from .masked_matmul import *  # noqa: F401,F403,E402
 from .hadamard import *  # noqa: F401,F403,E402
+from .fp8 import *  # noqa: F401,F403,E402
 from ..transforms.vmap import vmap  # noqa: F401,E402
 
 
@@ -54,10 +55,9 @@ class NotYetImplemented(AttributeError):
 
 #: mlx.core names not provided yet, by area (the message names the area).
 _NOT_YET = {
-    "quantization": ("gather_qqmm", "qqmm", "to_fp8", "from_fp8"),
+    "quantization": ("gather_qqmm", "qqmm"),
     "export": ("export_function", "import_function", "exporter", "export_to_dot",
                "FunctionExporter"),
-    "other ops": ("depends",),
     "distributed": ("distributed",),
 }
 _NOT_YET_AREA = {name: area for area, names in _NOT_YET.items() for name in names}

@@ -18,7 +18,7 @@ from .array import array, make
 from .shape import broadcast_to, fmt_shape
 
 __all__ = ["rms_norm", "layer_norm", "rope", "scaled_dot_product_attention", "cuda_kernel",
-           "metal_kernel", "precompiled_cuda_kernel"]
+           "metal_kernel", "precompiled_cuda_kernel", "cross_entropy"]
 
 _SDPA = "[scaled_dot_product_attention]"
 
@@ -69,6 +69,35 @@ def _check_param(p: array, x: array, fn: str, what: str) -> None:
     if p.size != x.shape[-1]:
         raise ValueError(f"[{fn}] {what} must have the same size as the last dimension of x "
                          f"but has {p.size} elements.")
+
+
+def cross_entropy(logits: array, targets: array, *, stream: Any = None) -> array:
+    """``logsumexp(logits, -1) - logits[..., target]`` per element, float32 (MLX's fused loss).
+
+    As in MLX, a GPU stream accumulates in float32 and the CPU stream reduces in the logits'
+    dtype before the float32 result; built from the lazy ops, so it is differentiable."""
+    from .indexing import take_along_axis
+    from .reduce import logsumexp
+    from .shape import expand_dims, squeeze
+
+    if not isinstance(logits, array) or not isinstance(targets, array):
+        raise dt._incompatible_arguments(
+            "cross_entropy(logits: array, targets: array, *, stream: StreamOrDevice = None) "
+            "-> array", logits, targets)
+    if logits.dtype.kind != "f":
+        raise ValueError(f"[cross_entropy] Received unsupported logits type {logits.dtype.name}.")
+    if targets.dtype.kind not in "iu":
+        raise ValueError("[cross_entropy] targets must be integer class indices but got "
+                         f"{targets.dtype.name}.")
+    if logits.ndim == 0 or tuple(targets.shape) != tuple(logits.shape[:-1]):
+        raise ValueError(f"[cross_entropy] targets shape {fmt_shape(targets.shape)} does not "
+                         f"match logits shape {fmt_shape(logits.shape)} with the last axis "
+                         "removed.")
+    s = dev.resolve_stream(stream)
+    x = logits if not s.is_gpu else astype(logits, dt.float32, stream=s)
+    picked = squeeze(take_along_axis(x, expand_dims(targets, -1, stream=s), -1, stream=s), -1,
+                     stream=s)
+    return astype(logsumexp(x, -1, stream=s) - picked, dt.float32, stream=s)
 
 
 def rms_norm(x: array, weight: array | None, eps: float, *, stream: Any = None) -> array:

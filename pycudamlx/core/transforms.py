@@ -10,13 +10,13 @@ the identity on values. Gradients (grad, vjp, jvp, value_and_grad) and vmap are 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .. import dtypes as dt
 from . import device as dev
-from .array import array, make
+from .array import array, make, make_multi
 
-__all__ = ["compile", "disable_compile", "enable_compile", "stop_gradient"]
+__all__ = ["compile", "depends", "disable_compile", "enable_compile", "stop_gradient"]
 
 _enabled = True
 
@@ -61,3 +61,23 @@ def stop_gradient(a: array, /, *, stream: Any = None) -> array:
             "stop_gradient(a: array, /, *, stream: StreamOrDevice = None) -> array",
             a)
     return make(StopGradient(a._dtype), (a,), a._shape, a._dtype, dev.resolve_stream(stream))
+
+
+def depends(inputs: array | Sequence[array], dependencies: array | Sequence[array]
+            ) -> array | list[array]:
+    """``inputs`` unchanged (an array, or a list for a sequence), but evaluated only after
+    ``dependencies``: an ordering edge in the graph (MLX's ``mx.depends``)."""
+    single = isinstance(inputs, array)
+    ins = [inputs] if single else list(inputs) if isinstance(inputs, (list, tuple)) else None
+    deps = ([dependencies] if isinstance(dependencies, array) else list(dependencies)
+            if isinstance(dependencies, (list, tuple)) else None)
+    if ins is None or deps is None or not all(isinstance(a, array) for a in ins + deps):
+        raise RuntimeError("[depends] std::bad_cast: inputs and dependencies must be arrays or "
+                           "sequences of arrays.")
+    if not ins:
+        return []
+    from ..graph.primitives.shape import Depends
+
+    outs = make_multi(Depends(len(ins)), tuple(ins + deps),
+                      [(a._shape, a._dtype) for a in ins], dev.resolve_stream(None))
+    return outs[0] if single else outs

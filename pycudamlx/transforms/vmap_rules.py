@@ -435,14 +435,14 @@ def _sdpa(node: array, inputs: list, flags: list[bool], size: int) -> list[array
 
 # ----------------------------------------------------------------------------------------------
 # Autodiff's primitives: StopGradient is an identity cast; a custom_function/checkpoint node
-# passes its first n_out inputs (the body's values, already batched through the body's graph).
+# (and mx.depends) passes its first n_out inputs (already batched through their own graphs).
 
 from ..autodiff.custom import CustomCall, StopGradient  # noqa: E402
 
 register(StopGradient)(_broadcasting)
 
 
-@register(CustomCall)
+@register(CustomCall, sh.Depends)
 def _custom_call(node: array, inputs: list, flags: list[bool], size: int) -> list[array]:
     n_out = node._prim.n_out
     return [_full_batch(x, f, size, node) for x, f in zip(inputs[:n_out], flags[:n_out])]

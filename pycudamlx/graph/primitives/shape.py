@@ -238,6 +238,28 @@ class Copy(Primitive):
         return [gpu_contiguous_copy(broadcast_view(inputs[0], shape), dtype, stream)]
 
 
+class Depends(Primitive):
+    """mx.depends: the outputs are the first ``n_out`` inputs themselves (no copy); the inputs
+    after them are dependencies, evaluated first and otherwise unused (no gradient reaches
+    them)."""
+
+    __slots__ = ("n_out",)
+    name = "depends"
+    gpu_kernel = True
+
+    def __init__(self, n_out: int) -> None:
+        self.n_out = n_out
+
+    def grad_inputs(self, n: int) -> Sequence[int]:
+        return range(self.n_out)
+
+    def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list:
+        return list(inputs[:self.n_out])
+
+    def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list:
+        return list(inputs[:self.n_out])
+
+
 class Contiguous(Primitive):
     """mx.contiguous: the input itself when row-contiguous (or column-major, if allowed)."""
 
