@@ -341,6 +341,9 @@ def test_gumbel_laplace(mx, text):
     "M.random.categorical(V[None], shape=(4, 1), key=K)",
     "M.random.categorical(V[:, None], axis=0, num_samples=9, key=K)",
     "M.random.categorical(V[None], axis=1, shape=(3, 2), key=K)",
+    # one distribution, non-scalar result: MLX inverts the CDF here too (a (1, vocab) decode step)
+    "M.random.categorical(V[None], key=K)", "M.random.categorical(V[:, None], axis=0, key=K)",
+    "M.random.categorical(V[None, None], axis=2, key=K)",
     "M.random.categorical(V, num_samples=3000, key=K)",
     "M.random.categorical(M.zeros((3, 0)), key=K)", "M.random.categorical(M.zeros((0, 4)), key=K)",
     "M.random.categorical(M.zeros((0,)), num_samples=3, key=K)",
