@@ -125,6 +125,21 @@ def test_reductions_match_mlx(mlx, op, dtype):
             _compare(mlx, call, a=a)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "int32", "uint8"])
+def test_mean_is_the_rounded_sum_times_the_inverse_count(mlx, dtype):
+    # MLX: mean = round(sum) * round(1/n) in the result dtype; a division differs by an ulp
+    # in float32 and visibly in float16 (cross_entropy's label smoothing takes such a mean)
+    rng = np.random.default_rng(1)
+    # multiples of 1/8 below 16: every sum is exact, whatever order each library adds in
+    values = (np.round(rng.standard_normal((64, 21)) * 24).clip(-127, 127) / 8).astype(np.float32)
+    if dtype in ("int32", "uint8"):
+        values = np.abs(values * 10).astype(dtype)
+    for axis in (-1, 0, None):
+        got = np.array(_make(mx, values, dtype).mean(axis).astype(mx.float32))
+        want = np.array(_make(mlx, values, dtype).mean(axis).astype(mlx.float32))
+        np.testing.assert_array_equal(got, want, err_msg=f"{dtype} axis={axis}")
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_arg_reductions_minmax_match_mlx(mlx, dtype):
     values = _data(dtype, (3, 5, 4))

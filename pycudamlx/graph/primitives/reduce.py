@@ -72,7 +72,15 @@ def _mean(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: An
         s = np.sum(x, axis=axes, keepdims=keepdims, dtype=acc).astype(_F32)
     else:
         s = np.sum(_work(x), axis=axes, keepdims=keepdims)
-    return s / np.asarray(_count(x, axes), dtype=s.dtype)
+    # MLX multiplies the sum, rounded to the result dtype, by 1/n in that dtype (not a
+    # division: float32 results differ by an ulp, float16/bfloat16 ones visibly). The product
+    # of two halves is exact in float32, so one rounding of it is the half multiply.
+    out = dtype.np_dtype
+    with np.errstate(divide="ignore", invalid="ignore"):  # empty: 0 * inf = NaN, as MLX
+        inv = np.asarray(np.float64(1.0) / np.float64(_count(x, axes))).astype(out)
+    if s.dtype != out:
+        return np.asarray(s).astype(out).astype(_F32) * inv.astype(_F32)
+    return s * inv
 
 
 def _var(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
