@@ -226,7 +226,7 @@ def _scan(node: array, inputs: list, flags: list[bool], size: int) -> list[array
 
 @register(reduce.Softmax)
 def _softmax(node: array, inputs: list, flags: list[bool], size: int) -> list[array]:
-    return _single(node, reduce.Softmax(_shift(node._prim.axes)), inputs, size)
+    return _single(node, reduce.Softmax(_shift(node._prim.axes), node._prim.precise), inputs, size)
 
 
 @register(reduce.Diff)
