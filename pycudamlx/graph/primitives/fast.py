@@ -156,16 +156,25 @@ class RoPE(Primitive):
         theta = positions[..., None] * inv                         # (B or 1, 1, T, half)
         ct = np.float64 if dtype is dt.float64 else np.float32
         cos, sin = np.cos(theta).astype(ct), np.sin(theta).astype(ct)
+        if dtype in (dt.float16, dt.bfloat16):
+            # MLX rounds cos/sin and each product to the half dtype (x1 * cos - x2 * sin is
+            # computed in the input's type after the angle in float32)
+            def rnd(v: np.ndarray) -> np.ndarray:
+                return v.astype(dtype.np_dtype).astype(np.float32)
+        else:
+            def rnd(v: np.ndarray) -> np.ndarray:
+                return v
+        cos, sin = rnd(cos), rnd(sin)
         xc = x4.astype(ct)
         out = np.array(x4, copy=True)
         if self.traditional:
             x1, x2 = xc[..., 0:self.dims:2], xc[..., 1:self.dims:2]
-            out[..., 0:self.dims:2] = _to(x1 * cos - x2 * sin, dtype)
-            out[..., 1:self.dims:2] = _to(x1 * sin + x2 * cos, dtype)
+            first, second = slice(0, self.dims, 2), slice(1, self.dims, 2)
         else:
             x1, x2 = xc[..., :half], xc[..., half:self.dims]
-            out[..., :half] = _to(x1 * cos - x2 * sin, dtype)
-            out[..., half:self.dims] = _to(x1 * sin + x2 * cos, dtype)
+            first, second = slice(0, half), slice(half, self.dims)
+        out[..., first] = _to(rnd(x1 * cos) - rnd(x2 * sin), dtype)
+        out[..., second] = _to(rnd(x1 * sin) + rnd(x2 * cos), dtype)
         return [out.reshape(shape)]
 
     def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
