@@ -198,6 +198,19 @@ def test_rope_matches_mlx(dtype, traditional, shape, dims):
            M.fast.rope(b, dims, offset=2, freqs=fb, **kw), dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("traditional", [False, True])
+def test_half_rope_rounds_like_mlx(dtype, traditional):
+    # MLX rounds cos/sin and each product to the half dtype: computing in float32 and rounding
+    # once was an ulp off in a third of the outputs (visible in a float16 decoder's logits)
+    x = rng.standard_normal((2, 3, 20, 32)).astype(np.float32)
+    a, b = _pair(x, dtype)
+    for dims, offset, base, scale in ((32, 0, 10000.0, 1.0), (16, 5, 500.0, 0.5)):
+        kw = dict(traditional=traditional, base=base, scale=scale, offset=offset)
+        np.testing.assert_array_equal(_np(pm.fast.rope(a, dims, **kw)),
+                                      _np(M.fast.rope(b, dims, **kw)))
+
+
 def test_rope_against_float64_and_non_contiguous():
     B, H, T, D, dims = 2, 3, 9, 16, 12
     x = rng.standard_normal((B, T, H, D)).astype(np.float32)
@@ -267,6 +280,23 @@ def _sdpa_inputs(B, Hq, Hkv, Tq, Tk, D, Dv=None, dtype="float32"):
     k = rng.standard_normal((B, Hkv, Tk, D)).astype(np.float32)
     v = rng.standard_normal((B, Hkv, Tk, Dv)).astype(np.float32)
     return [_pair(t, dtype) for t in (q, k, v)]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_sdpa_rounds_like_mlx_cpu(dtype):
+    # MLX's CPU composes attention from half-dtype ops (scaled q, scores, probabilities round
+    # to the dtype); computing all in float32 left half the outputs up to 8 ulps off. What is
+    # left is float32 summation order: rare single ulps.
+    (qa, qb), (ka, kb), (va, vb) = _sdpa_inputs(2, 4, 2, 24, 24, 64, dtype=dtype)
+    ulp = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}[dtype]
+    ma, mb = _pair(np.triu(np.full((24, 24), -1e4, np.float32), 1), dtype)
+    for kw_a, kw_b in (({}, {}), ({"mask": "causal"}, {"mask": "causal"}),
+                       ({"mask": ma}, {"mask": mb})):
+        got = _np(pm.fast.scaled_dot_product_attention(qa, ka, va, scale=0.125, **kw_a))
+        want = _np(M.fast.scaled_dot_product_attention(qb, kb, vb, scale=0.125, **kw_b))
+        off = got != want
+        assert off.mean() < 0.01
+        assert np.all(np.abs(got - want) <= 2 * ulp * np.maximum(1, np.abs(want)))
 
 
 SDPA_SHAPES = [

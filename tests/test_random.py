@@ -183,6 +183,16 @@ def test_state(mx):
     assert pm.random.state[0].dtype == pm.uint32
 
 
+def test_state_is_an_eval_tree(mx):
+    # MLX's training idiom: state = [model.state, optimizer.state, mx.random.state]; eval(state)
+    for M in (pm, mx):
+        M.random.seed(4)
+        M.eval(M.random.state)
+        M.eval([{"w": M.ones((2,))}, M.random.state], M.random.state)
+        M.async_eval(M.random.state)
+    np.testing.assert_array_equal(np.array(pm.random.state[0]), np.array(mx.random.state[0]))
+
+
 def test_global_key_not_advanced_by_dtype_errors(mx):
     for M in (pm, mx):
         M.random.seed(5)
@@ -341,6 +351,9 @@ def test_gumbel_laplace(mx, text):
     "M.random.categorical(V[None], shape=(4, 1), key=K)",
     "M.random.categorical(V[:, None], axis=0, num_samples=9, key=K)",
     "M.random.categorical(V[None], axis=1, shape=(3, 2), key=K)",
+    # one distribution, non-scalar result: MLX inverts the CDF here too (a (1, vocab) decode step)
+    "M.random.categorical(V[None], key=K)", "M.random.categorical(V[:, None], axis=0, key=K)",
+    "M.random.categorical(V[None, None], axis=2, key=K)",
     "M.random.categorical(V, num_samples=3000, key=K)",
     "M.random.categorical(M.zeros((3, 0)), key=K)", "M.random.categorical(M.zeros((0, 4)), key=K)",
     "M.random.categorical(M.zeros((0,)), num_samples=3, key=K)",

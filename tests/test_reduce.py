@@ -125,6 +125,41 @@ def test_reductions_match_mlx(mlx, op, dtype):
             _compare(mlx, call, a=a)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "int32", "uint8"])
+def test_mean_is_the_rounded_sum_times_the_inverse_count(mlx, dtype):
+    # MLX: mean = round(sum) * round(1/n) in the result dtype; a division differs by an ulp
+    # in float32 and visibly in float16 (cross_entropy's label smoothing takes such a mean)
+    rng = np.random.default_rng(1)
+    # multiples of 1/8 below 16: every sum is exact, whatever order each library adds in
+    values = (np.round(rng.standard_normal((64, 21)) * 24).clip(-127, 127) / 8).astype(np.float32)
+    if dtype in ("int32", "uint8"):
+        values = np.abs(values * 10).astype(dtype)
+    for axis in (-1, 0, None):
+        got = np.array(_make(mx, values, dtype).mean(axis).astype(mx.float32))
+        want = np.array(_make(mlx, values, dtype).mean(axis).astype(mlx.float32))
+        np.testing.assert_array_equal(got, want, err_msg=f"{dtype} axis={axis}")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_softmax_rounds_like_mlx_cpu(mlx, dtype):
+    # without precise, MLX's CPU softmax of a half array rounds every step to that dtype (the
+    # last-axis kernel even sums sequentially in it): up to 6 bfloat16 ulps from float32's
+    rng = np.random.default_rng(2)
+    values = (rng.standard_normal((40, 77)) * 3).astype(np.float32)
+    values[3, :50] = -np.inf  # masked logits
+    if dtype == "float16":
+        values = values.astype(np.float16)
+    for axis, precise in ((-1, False), (1, False), (0, False), (None, False), (-1, True)):
+        got = np.array(mx.softmax(_make(mx, values, dtype), axis, precise=precise)
+                       .astype(mx.float32))
+        want = np.array(mlx.softmax(_make(mlx, values, dtype), axis, precise=precise)
+                        .astype(mlx.float32))
+        if precise:  # float32 inside: an ulp of float32 may round either way
+            np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-4)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=f"{dtype} axis={axis}")
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_arg_reductions_minmax_match_mlx(mlx, dtype):
     values = _data(dtype, (3, 5, 4))

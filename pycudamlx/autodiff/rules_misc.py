@@ -71,7 +71,7 @@ def _sort(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     from .rules_shape import _scatter_along_axis
 
     x = inputs[0]
-    order = make(S.Sort(prim.axis, True, prim.start), (x,), out.shape, dt.uint32,
+    order = make(S.Sort(prim.axis, True, prim.start, prim.kth), (x,), out.shape, dt.uint32,
                  out._stream or x._stream)
     from .custom import stop
 

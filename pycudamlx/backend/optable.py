@@ -166,8 +166,14 @@ def _log1p(a: np.ndarray) -> np.ndarray:
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
+    d = x.dtype
+    if d == _F16 or d == _BF16:
+        # MLX's CPU: exp(|x|) rounds to the half dtype, the rest runs in float32 (1.0f / ...)
+        e = np.exp(np.abs(x.astype(np.float32))).astype(d).astype(np.float32)
+        y = np.float32(1) / (np.float32(1) + e)
+        return np.where(x < 0, y, np.float32(1) - y).astype(d)
     y = 1 / (1 + np.exp(np.abs(x)))
-    return np.where(x < 0, y, 1 - y).astype(x.dtype)
+    return np.where(x < 0, y, 1 - y).astype(d)
 
 
 def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -408,11 +414,11 @@ for _name, _np_fn, _families in (
     ("tanh", np.tanh, "fc"), ("arcsin", np.arcsin, "fc"), ("arccos", np.arccos, "fc"),
     ("arctan", np.arctan, "fc"), ("arcsinh", np.arcsinh, "fc"), ("arccosh", np.arccosh, "fc"),
     ("arctanh", np.arctanh, "fc"), ("erf", _erf, "f"), ("erfinv", _erfinv, "f"),
-    ("sigmoid", _sigmoid, "f"),
 ):
     _cname = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
               "arccosh": "acosh", "arctanh": "atanh"}.get(_name, _name)
     _op(_name, 1, _in_float(_np_fn), f"pcm_{_cname}(a)", families=_families, inputs="float")
+_op("sigmoid", 1, _sigmoid, "pcm_sigmoid(a)", families="f", inputs="float")  # halves: own rule
 _op("rsqrt", 1, _in_float(lambda a: 1 / np.sqrt(a)), "pcm_rsqrt(a)", families="fc",
     inputs="float")
 _op("reciprocal", 1, _in_float(lambda a: 1 / a), "pcm_reciprocal(a)", families="fc",

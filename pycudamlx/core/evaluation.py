@@ -25,9 +25,19 @@ def collect_arrays(tree: Any, out: list[array], strict: bool = True) -> None:
             stack.extend(x.values())
         elif not strict or x is None or isinstance(x, (bool, int, float, complex, str)):
             continue
+        elif _is_random_state(x):
+            # ``mx.random.state`` (MLX's idiom: ``state = [model.state, opt.state,
+            # mx.random.state]; mx.eval(state)``) holds the global key
+            stack.extend(x)
         else:
             raise ValueError("[eval] Invalid argument: expected arrays or trees of arrays "
                              f"(lists, tuples, dicts), got {type(x).__name__}.")
+
+
+def _is_random_state(x: Any) -> bool:
+    from .random import _RandomState  # here: an unusual leaf, and random imports much of core
+
+    return isinstance(x, _RandomState)
 
 
 def eval(*args: Any) -> None:  # noqa: A001 - MLX's name

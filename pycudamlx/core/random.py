@@ -422,15 +422,16 @@ def _categorical_axis(axis: int, ndim: int) -> int:
 
 
 def _categorical_impl(logits: array, axis: int, shape: tuple[int, ...], k: Any,
-                      s: dev.Stream, overload: bool = False) -> array:
+                      s: dev.Stream) -> array:
     n_dists = 1
     for i, e in enumerate(logits._shape):
         if i != axis:
             n_dists *= e
     if n_dists * logits._shape[axis] == 0:
         raise ValueError("[argmax] Cannot argmax reduce zero size array.")
-    if overload and n_dists == 1 and len(shape) > 0:
-        # MLX 0.32.4 samples one distribution by inverting its float32 CDF (O(N + M)):
+    if n_dists == 1 and len(shape) > 0:
+        # MLX 0.32.4 samples one distribution by inverting its float32 CDF (O(N + M)) whenever
+        # the result is not a scalar, also for a plain call on (1, V) logits (decoding):
         # cdf = cumsum(exp(l - max(l))), index = searchsorted(cdf, u * cdf[-1], right).
         flat = astype(logits, dt.float32, s).reshape(-1, stream=s)
         u = _uniform(0, 1, shape, dt.float32, k, s)
@@ -462,13 +463,13 @@ def categorical(logits: array, axis: int = -1, shape: Sequence[int] | None = Non
         if broadcast_shapes(shape, reduced) != shape:
             raise ValueError(f"[categorical] Requested shape {fmt_shape(shape)} is not broadcast "
                              f"compatible with reduced logits shape{fmt_shape(reduced)}.")
-        return _categorical_impl(logits, ax, shape, key, s, True)
+        return _categorical_impl(logits, ax, shape, key, s)
     if num_samples is not None:
         logits = expand_dims(logits, -1, stream=s)
         out = list(logits._shape)
         del out[ax]
         out[-1] = operator.index(num_samples)
-        return _categorical_impl(logits, ax, tuple(out), key, s, True)
+        return _categorical_impl(logits, ax, tuple(out), key, s)
     reduced = logits._shape[:ax] + logits._shape[ax + 1:]
     return _categorical_impl(logits, ax, reduced, key, s)
 

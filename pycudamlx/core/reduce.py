@@ -329,13 +329,14 @@ def logcumsumexp(a: array, /, axis: int | None = None, *, reverse: bool = False,
 
 def softmax(a: array, /, axis: None | int | Any = None, *, precise: bool = False,
             stream: Any = None) -> array:
-    """exp(a - max) / sum over ``axis`` (all axes for None). float16/bfloat16 always compute in
-    float32 here, so ``precise`` changes nothing on this backend."""
+    """exp(a - max) / sum over ``axis`` (all axes for None). float16/bfloat16 compute in float32
+    with ``precise``; without it the CPU rounds every step to the half dtype as MLX's CPU does
+    (the GPU kernel always computes in float32)."""
     a = require_array(a, "softmax")
     axes = _axes(a, axis, "softmax")
     # Over no axes MLX gives exp(a - a) / 1 in a's own dtype (ones, NaN where a is).
     out_dtype = _float_dtype(a._dtype) if axes else a._dtype
-    return make(R.Softmax(axes), (a,), a._shape, out_dtype,
+    return make(R.Softmax(axes, bool(precise)), (a,), a._shape, out_dtype,
                 dev.resolve_stream(stream))
 
 

@@ -4,10 +4,10 @@ MLX's order everywhere: ascending, stable (equal elements keep their order; -0.0
 NaN last (for complex64, a value with a NaN in either part is NaN; the others compare
 lexicographically by real, then imaginary part). Indices are uint32, as in MLX.
 
-partition and argpartition return a fully sorted row (which satisfies their contract: the kth
-element in place, nothing larger before it, nothing smaller after it); topk returns the k largest
-in ascending order. MLX leaves those orders undefined, so code that relies on them does not rely
-on MLX either.
+partition, argpartition and topk leave rows in MLX's CPU order on the CPU (std::nth_element,
+graph/primitives/nth_element.py: programs that sample from top-k candidates depend on it) and
+fully sorted on the GPU (which satisfies the same contract: the kth element in place, nothing
+larger before it, nothing smaller after it). MLX documents those orders as undefined.
 """
 
 from __future__ import annotations
@@ -78,12 +78,14 @@ def _axis(fn: str, a: array, axis: int | None, stream: Any) -> tuple[array, int]
     return a, normalize_axis(axis, a.ndim)
 
 
-def _sorted(a: array, axis: int, indices: bool, stream: dev.Stream, start: int = 0) -> array:
-    """Sorted positions ``start:`` along ``axis`` (topk keeps the last k)."""
+def _sorted(a: array, axis: int, indices: bool, stream: dev.Stream, start: int = 0,
+            kth: int | None = None) -> array:
+    """Sorted positions ``start:`` along ``axis`` (topk keeps the last k); with ``kth``, rows
+    partitioned around it (MLX's CPU order on the CPU)."""
     dtype = dt.uint32 if indices else a._dtype
     shape = list(a._shape)
     shape[axis] -= start
-    return make(P.Sort(axis, indices, start), (a,), tuple(shape), dtype, stream)
+    return make(P.Sort(axis, indices, start, kth), (a,), tuple(shape), dtype, stream)
 
 
 def sort(a: array, /, axis: int | None = -1, *, stream: Any = None) -> array:
@@ -116,25 +118,30 @@ def _fmt(shape: tuple[int, ...]) -> str:
 
 
 def partition(a: array, /, kth: int, axis: int | None = -1, *, stream: Any = None) -> array:
-    """``a`` partitioned around its kth smallest element along ``axis`` (a sorted row here)."""
+    """``a`` partitioned around its kth smallest element along ``axis`` (in MLX's CPU order on
+    the CPU, sorted on the GPU)."""
     _check("partition", a, kth, axis=axis)
     s = dev.resolve_stream(stream)
     a2, ax = _axis("partition", a, axis, s)
-    _kth("partition", a2, int(kth), ax, axis)
-    return _sorted(a2, ax, False, s)
+    kth = int(kth)
+    _kth("partition", a2, kth, ax, axis)
+    return _sorted(a2, ax, False, s, kth=kth % a2._shape[ax])
 
 
 def argpartition(a: array, /, kth: int, axis: int | None = -1, *, stream: Any = None) -> array:
-    """uint32 indices that partition ``a`` around its kth smallest element (sorted here)."""
+    """uint32 indices that partition ``a`` around its kth smallest element (MLX's CPU order on
+    the CPU, sorted on the GPU)."""
     _check("argpartition", a, kth, axis=axis)
     s = dev.resolve_stream(stream)
     a2, ax = _axis("argpartition", a, axis, s)
-    _kth("argpartition", a2, int(kth), ax, axis)
-    return _sorted(a2, ax, True, s)
+    kth = int(kth)
+    _kth("argpartition", a2, kth, ax, axis)
+    return _sorted(a2, ax, True, s, kth=kth % a2._shape[ax])
 
 
 def topk(a: array, /, k: int, axis: int | None = -1, *, stream: Any = None) -> array:
-    """The k largest elements along ``axis`` (NaN counts as largest), in ascending order."""
+    """The k largest elements along ``axis`` (NaN counts as largest): in MLX's CPU order on the
+    CPU, ascending on the GPU."""
     _check("topk", a, k, axis=axis)
     s = dev.resolve_stream(stream)
     a2, ax = _axis("topk", a, axis, s)
@@ -144,7 +151,8 @@ def topk(a: array, /, k: int, axis: int | None = -1, *, stream: Any = None) -> a
         shown = -1 if axis is None else axis
         raise ValueError(f"[topk] Received invalid k={k} along axis {shown} for array with "
                          f"shape: {_fmt(a2._shape)}")
-    return _sorted(a2, ax, False, s, n - k)
+    # MLX's CPU partitions around n - k; with k == n it leaves the row as it is
+    return _sorted(a2, ax, False, s, n - k, kth=n if k == n else n - k)
 
 
 def searchsorted(sorted_sequence: array, values: array, /, side: str = "left", *,

@@ -226,7 +226,7 @@ def _scan(node: array, inputs: list, flags: list[bool], size: int) -> list[array
 
 @register(reduce.Softmax)
 def _softmax(node: array, inputs: list, flags: list[bool], size: int) -> list[array]:
-    return _single(node, reduce.Softmax(_shift(node._prim.axes)), inputs, size)
+    return _single(node, reduce.Softmax(_shift(node._prim.axes), node._prim.precise), inputs, size)
 
 
 @register(reduce.Diff)
@@ -238,7 +238,7 @@ def _diff(node: array, inputs: list, flags: list[bool], size: int) -> list[array
 @register(sorting.Sort)
 def _sort(node: array, inputs: list, flags: list[bool], size: int) -> list[array]:
     p = node._prim
-    return _single(node, sorting.Sort(p.axis + 1, p.indices, p.start), inputs, size)
+    return _single(node, sorting.Sort(p.axis + 1, p.indices, p.start, p.kth), inputs, size)
 
 
 @register(random.ArgmaxAxis)

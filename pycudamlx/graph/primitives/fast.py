@@ -156,16 +156,25 @@ class RoPE(Primitive):
         theta = positions[..., None] * inv                         # (B or 1, 1, T, half)
         ct = np.float64 if dtype is dt.float64 else np.float32
         cos, sin = np.cos(theta).astype(ct), np.sin(theta).astype(ct)
+        if dtype in (dt.float16, dt.bfloat16):
+            # MLX rounds cos/sin and each product to the half dtype (x1 * cos - x2 * sin is
+            # computed in the input's type after the angle in float32)
+            def rnd(v: np.ndarray) -> np.ndarray:
+                return v.astype(dtype.np_dtype).astype(np.float32)
+        else:
+            def rnd(v: np.ndarray) -> np.ndarray:
+                return v
+        cos, sin = rnd(cos), rnd(sin)
         xc = x4.astype(ct)
         out = np.array(x4, copy=True)
         if self.traditional:
             x1, x2 = xc[..., 0:self.dims:2], xc[..., 1:self.dims:2]
-            out[..., 0:self.dims:2] = _to(x1 * cos - x2 * sin, dtype)
-            out[..., 1:self.dims:2] = _to(x1 * sin + x2 * cos, dtype)
+            first, second = slice(0, self.dims, 2), slice(1, self.dims, 2)
         else:
             x1, x2 = xc[..., :half], xc[..., half:self.dims]
-            out[..., :half] = _to(x1 * cos - x2 * sin, dtype)
-            out[..., half:self.dims] = _to(x1 * sin + x2 * cos, dtype)
+            first, second = slice(0, half), slice(half, self.dims)
+        out[..., first] = _to(rnd(x1 * cos) - rnd(x2 * sin), dtype)
+        out[..., second] = _to(rnd(x1 * sin) + rnd(x2 * cos), dtype)
         return [out.reshape(shape)]
 
     def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
@@ -207,13 +216,22 @@ class ScaledDotProductAttention(Primitive):
         if Tk == 0 or 0 in shape:
             return [np.zeros(shape, dtype.np_dtype)]
         ct = np.float64 if dtype is dt.float64 else np.float32
+        if dtype in (dt.float16, dt.bfloat16):
+            # MLX's CPU composes the attention from ops in the half dtype: the scaled queries,
+            # the scores (after the mask) and the probabilities round to it (softmax itself is
+            # the precise one, in float32)
+            def rnd(a: np.ndarray) -> np.ndarray:
+                return np.asarray(a, np.float32).astype(dtype.np_dtype).astype(np.float32)
+        else:
+            def rnd(a: np.ndarray) -> np.ndarray:
+                return a
         rep = Hq // Hkv
-        qf = q.astype(ct) * ct(self.scale)
-        kf, vf = k.astype(ct), v.astype(ct)
-        if rep > 1:
-            kf, vf = np.repeat(kf, rep, axis=1), np.repeat(vf, rep, axis=1)
         with np.errstate(all="ignore"):
-            s = qf @ np.swapaxes(kf, -1, -2)                       # (B, Hq, Tq, Tk)
+            qf = rnd(q.astype(ct) * rnd(np.asarray(self.scale, ct)))
+            kf, vf = k.astype(ct), v.astype(ct)
+            if rep > 1:
+                kf, vf = np.repeat(kf, rep, axis=1), np.repeat(vf, rep, axis=1)
+            s = rnd(qf @ np.swapaxes(kf, -1, -2))                  # (B, Hq, Tq, Tk)
             lowest = ct(dt.finfo(dtype).min)
             if self.causal:
                 i = np.arange(Tq)[:, None] + (Tk - Tq)
@@ -221,13 +239,13 @@ class ScaledDotProductAttention(Primitive):
             if self.mask_kind == 1:
                 s = np.where(mask, s, lowest)
             elif self.mask_kind == 2:
-                s = s + np.asarray(mask).astype(ct)
+                s = rnd(s + np.asarray(mask).astype(ct))
             if sinks is not None:
                 sk = np.broadcast_to(sinks.astype(ct).reshape(1, Hq, 1, 1), (B, Hq, Tq, 1))
                 s = np.concatenate([sk, s], axis=-1)
             m = np.max(s, axis=-1, keepdims=True)
             e = np.exp(s - m)
-            p = e / np.sum(e, axis=-1, keepdims=True)
+            p = rnd(e / np.sum(e, axis=-1, keepdims=True))
             if sinks is not None:
                 p = p[..., 1:]
             out = p @ vf

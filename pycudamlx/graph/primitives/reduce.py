@@ -72,7 +72,15 @@ def _mean(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: An
         s = np.sum(x, axis=axes, keepdims=keepdims, dtype=acc).astype(_F32)
     else:
         s = np.sum(_work(x), axis=axes, keepdims=keepdims)
-    return s / np.asarray(_count(x, axes), dtype=s.dtype)
+    # MLX multiplies the sum, rounded to the result dtype, by 1/n in that dtype (not a
+    # division: float32 results differ by an ulp, float16/bfloat16 ones visibly). The product
+    # of two halves is exact in float32, so one rounding of it is the half multiply.
+    out = dtype.np_dtype
+    with np.errstate(divide="ignore", invalid="ignore"):  # empty: 0 * inf = NaN, as MLX
+        inv = np.asarray(np.float64(1.0) / np.float64(_count(x, axes))).astype(out)
+    if s.dtype != out:
+        return np.asarray(s).astype(out).astype(_F32) * inv.astype(_F32)
+    return s * inv
 
 
 def _var(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
@@ -270,19 +278,24 @@ class Scan(Primitive):
 
 
 class Softmax(Primitive):
-    """exp(x - max) / sum over ``axes``; halves and integers compute in float32."""
+    """exp(x - max) / sum over ``axes``; integers compute in float32, and halves too when
+    ``precise`` (otherwise in their own dtype on the CPU, as MLX's CPU backend does)."""
 
-    __slots__ = ("axes",)
+    __slots__ = ("axes", "precise")
     name = "softmax"
     gpu_kernel = True
 
-    def __init__(self, axes: tuple[int, ...]) -> None:
+    def __init__(self, axes: tuple[int, ...], precise: bool = False) -> None:
         self.axes = axes
+        self.precise = precise
 
     def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
         shape, dtype = outs[0]
-        w = _work(inputs[0], True)
+        x = inputs[0]
         with np.errstate(all="ignore"):
+            if x.dtype in _HALF and not self.precise and x.size:
+                return [_half_softmax(x, self.axes)]
+            w = _work(x, True)
             if w.dtype.kind != "c" and w.size:
                 w = w - np.max(w, axis=self.axes, keepdims=True)
             e = np.exp(w)
@@ -295,6 +308,22 @@ class Softmax(Primitive):
         out = gpu_array.empty(shape, dtype, stream)
         kernels.softmax(inputs[0], self.axes, out, stream)
         return [out]
+
+
+def _half_softmax(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """MLX's CPU softmax of a float16/bfloat16 array without ``precise``: every step rounds to
+    the half dtype. Over the last axis alone its fused kernel adds the exponentials one after
+    the other in that dtype and multiplies by the rounded inverse of the sum; over other axes it
+    composes exp, sum (accumulated in float32, then rounded) and divide."""
+    half = x.dtype
+    shifted = (x.astype(_F32) - np.max(x, axis=axes, keepdims=True).astype(_F32)).astype(half)
+    e = np.exp(shifted.astype(_F32)).astype(half)
+    if axes == (x.ndim - 1,):
+        total = np.add.accumulate(e, axis=-1, dtype=half)[..., -1:]
+        inv = (np.float32(1) / total.astype(_F32)).astype(half)
+        return (e.astype(_F32) * inv.astype(_F32)).astype(half)
+    total = np.sum(e.astype(_F32), axis=axes, keepdims=True).astype(half)
+    return (e.astype(_F32) / total.astype(_F32)).astype(half)
 
 
 class Diff(Primitive):

@@ -14,6 +14,7 @@ import numpy as np
 
 from ... import dtypes as dt
 from ..primitive import OutSpec, Primitive
+from .nth_element import nth_element, row_ranks
 
 
 def _cuda() -> Any:
@@ -47,21 +48,27 @@ def _stable_argsort(x: np.ndarray, axis: int) -> np.ndarray:
 
 
 class Sort(Primitive):
-    """Sorted values (or uint32 indices) along ``axis``, keeping sorted positions ``start:``."""
+    """Sorted values (or uint32 indices) along ``axis``, keeping sorted positions ``start:``.
 
-    __slots__ = ("axis", "indices", "start")
+    ``kth`` (partition, argpartition, topk): on the CPU the rows are arranged as MLX's CPU
+    build arranges them (std::nth_element around ``kth``); the GPU sorts them fully, which
+    satisfies the same contract."""
+
+    __slots__ = ("axis", "indices", "start", "kth")
     name = "sort"
     gpu_kernel = True
 
-    def __init__(self, axis: int, indices: bool, start: int = 0) -> None:
+    def __init__(self, axis: int, indices: bool, start: int = 0, kth: int | None = None) -> None:
         self.axis = axis
         self.indices = indices
         self.start = start
+        self.kth = kth
 
     def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
         x = inputs[0]
         ax = self.axis
-        order = _stable_argsort(x, ax)
+        order = (_stable_argsort(x, ax) if self.kth is None
+                 else _nth_element_order(x, ax, self.kth, self.indices))
         if self.start:
             order = order[(slice(None),) * ax + (slice(self.start, None),)]
         if self.indices:
@@ -70,6 +77,18 @@ class Sort(Primitive):
 
     def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
         return [_cuda().sort(inputs[0], self.axis, self.indices, self.start, stream)]
+
+
+def _nth_element_order(x: np.ndarray, axis: int, kth: int, by_index: bool) -> np.ndarray:
+    """Per row along ``axis``: the positions std::nth_element leaves in each slot (MLX's
+    comparator: NaN last; argpartition breaks ties by position, partition does not)."""
+    keys = np.moveaxis(sort_keys(x), axis, -1)
+    complex_keys = x.dtype.kind == "c"
+    rows = keys.reshape(-1, keys.shape[-1]) if keys.size else keys.reshape(0, keys.shape[-1])
+    out = np.empty(rows.shape, np.int64)
+    for r in range(rows.shape[0]):
+        out[r] = nth_element(row_ranks(rows[r], by_index, complex_keys), kth)
+    return np.moveaxis(out.reshape(keys.shape), -1, axis)
 
 
 class SearchSorted(Primitive):
