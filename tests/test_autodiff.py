@@ -446,3 +446,34 @@ def test_transformer_block_gradients_match_mlx():
         {k: M.array(v) for k, v in init.items()}, M.array(tokens), M.array(targets))
     _close(lo, lt)
     _close(go, gt, rtol=1e-3, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_half_gradients_round_as_mlx(name):
+    """In half dtypes each intermediate of a VJP rule rounds, so the rules follow MLX's own
+    formulas: bit for bit against MLX's CPU (mixed-precision training prints these)."""
+    rng = np.random.default_rng(5)
+    x_np = (rng.random(2000) * 0.8 + 0.1).astype(np.float32)
+    y_np = (rng.random(2000) * 0.8 + 0.1).astype(np.float32)
+    c_np = rng.standard_normal(2000).astype(np.float32)
+    rows = rng.standard_normal((200, 10)).astype(np.float32)
+    cases = {
+        "rsqrt": lambda m, x, y: m.rsqrt(x), "tanh": lambda m, x, y: m.tanh(x),
+        "erf": lambda m, x, y: m.erf(x), "erfinv": lambda m, x, y: m.erfinv(x * 0.9),
+        "reciprocal": lambda m, x, y: m.reciprocal(x), "log2": lambda m, x, y: m.log2(x),
+        "log10": lambda m, x, y: m.log10(x), "tan": lambda m, x, y: m.tan(x),
+        "divide": lambda m, x, y: m.divide(y, x),
+        "logsumexp": lambda m, x, y: m.logsumexp(x.reshape(200, 10), axis=-1).reshape(200, 1)
+        * m.ones((200, 10), x.dtype),
+        "softmax": lambda m, x, y: m.softmax(x.reshape(200, 10), axis=-1,
+                                             precise=True).reshape(-1),
+    }
+    for label, fn in cases.items():
+        got = []
+        for m in (mx, M):
+            dt = getattr(m, name)
+            x = m.array(rows.reshape(-1) if label in ("logsumexp", "softmax") else x_np)
+            x, y, c = x.astype(dt), m.array(y_np).astype(dt), m.array(c_np).astype(dt)
+            _, (g,) = m.vjp(lambda t: fn(m, t, y).reshape(-1), [x], [c])
+            got.append(np.array(g.astype(m.float32)))
+        np.testing.assert_array_equal(got[0], got[1], err_msg=label)

@@ -610,6 +610,18 @@ def test_erf_and_erfinv_are_accurate():
     assert np.isnan(edge[4])
 
 
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_half_rsqrt_matches_mlx_for_every_value(mlx, name):
+    """MLX's CPU rounds the square root to the half dtype before taking 1 / x."""
+    import ml_dtypes
+
+    np_dtype = np.float16 if name == "float16" else ml_dtypes.bfloat16
+    values = np.arange(65536, dtype=np.uint16).view(np_dtype).astype(np.float32)
+    ours = pm.rsqrt(pm.array(values).astype(getattr(pm, name))).astype(pm.float32)
+    theirs = mlx.rsqrt(mlx.array(values).astype(getattr(mlx, name))).astype(mlx.float32)
+    np.testing.assert_array_equal(np.array(ours), np.array(theirs))
+
+
 @pytest.mark.parametrize("op,ref", [("sqrt", np.sqrt), ("exp", np.exp), ("log1p", np.log1p),
                                     ("arctan", np.arctan), ("tanh", np.tanh)])
 def test_float32_values_match_numpy(op, ref):

@@ -214,8 +214,17 @@ def test_safetensors_errors(tmp_path):
 
 def test_load_errors(mlx, tmp_path):
     mx.save(tmp_path / "x.npy", mx.arange(3))
+    (tmp_path / "dir.npz").mkdir()
+    (tmp_path / "dir.safetensors").mkdir()
     cases = [
         (lambda m: m.load(str(tmp_path / "missing.npy")), RuntimeError, "Failed to open file"),
+        # each reader words its own failure (model.load_weights of a missing file shows it)
+        (lambda m: m.load(str(tmp_path / "missing.npz")), ValueError, r"\[load_npz\] Input must"),
+        (lambda m: m.load(str(tmp_path / "missing.safetensors")), RuntimeError,
+         r"\[load_safetensors\] Failed to open file .*missing.safetensors"),
+        (lambda m: m.load(str(tmp_path / "dir.npz")), ValueError, "Input must be a zip file"),
+        (lambda m: m.load(str(tmp_path / "dir.safetensors")), RuntimeError,
+         r"\[read\] Unable to read 8 bytes from file"),
         (lambda m: m.load(str(tmp_path / "x")), ValueError, "Could not infer file format"),
         (lambda m: m.load(str(tmp_path / "x.npy"), format="abc"), ValueError,
          "Unknown file format abc"),

@@ -489,3 +489,30 @@ def test_every_primitive_has_a_gpu_kernel():
 
     for cls in (R.Reduce, R.ArgReduce, R.Scan, R.Softmax, R.Diff):
         assert cls.gpu_kernel is True
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_half_mean_and_variance_round_as_mlx(mlx, name):
+    """MLX's mean of a half array is sum (rounded to the half dtype) times the rounded 1/n, and
+    var(ddof=0) the mean of the half squared deviations: bit for bit, on long rows where
+    rounding once in float32 differs by an ulp (BatchNorm/LayerNorm/GroupNorm/avg-pooling in
+    mixed precision go through these)."""
+    rng = np.random.default_rng(3)
+    x = (rng.random((5, 333, 7)) * 0.4 + 0.05).astype(np.float32)
+    ours, theirs = mx.array(x).astype(getattr(mx, name)), mlx.array(x).astype(getattr(mlx, name))
+    cases = [
+        lambda m, a: m.mean(a, axis=1), lambda m, a: m.mean(a), lambda m, a: m.mean(a, (0, 1)),
+        lambda m, a: m.mean(a, axis=-1, keepdims=True), lambda m, a: m.var(a, axis=1),
+        lambda m, a: m.var(a, axis=(0, 2), keepdims=True), lambda m, a: m.std(a, axis=1),
+        lambda m, a: a.mean(axis=1), lambda m, a: a.var(), lambda m, a: m.mean(a[:, :0], 1),
+        lambda m, a: m.var(a[:, :0], 1), lambda m, a: m.mean(a, axis=()),
+        lambda m, a: m.grad(lambda t: m.mean(t * t).astype(m.float32))(a)[0, :9],
+    ]
+    for i, case in enumerate(cases):
+        got, want = case(mx, ours), case(mlx, theirs)
+        assert str(got.dtype) == str(want.dtype) and got.shape == want.shape, i
+        np.testing.assert_array_equal(np.array(got.astype(mx.float32)),
+                                      np.array(want.astype(mlx.float32)), err_msg=f"case {i}")
+    for fn in (mx.mean, mx.var, mx.std):
+        with pytest.raises(IndexError, match=r"\[mean\] axis 3 is out of bounds"):
+            fn(ours, axis=3)

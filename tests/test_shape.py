@@ -312,6 +312,10 @@ DIAG_CASES = [
     "M.trace(M.zeros((3, 3)), 0, 0, 3)", "M.trace(M.zeros((3, 3)), 0, 0, 0)",
     "M.trace(M.transpose(a), -1, 2, 0)", "M.trace(M.array([[1+2j, 3], [4, 5j]]))",
     "M.trace(M.array([[100, 2], [3, 100]], M.int8))",
+    # half-precision traces accumulate in float32 and round once (32.0 before, not 30.0)
+    "M.trace(M.full((300, 300), 0.1), dtype=M.bfloat16)",
+    "M.trace(M.full((300, 300), 0.1, M.bfloat16))", "M.trace(M.full((700, 700), 0.1, M.float16))",
+    "M.trace(M.full((3, 40, 40), 0.3, M.bfloat16), 1, 1, 2)",
     "M.kron(m[:2, :2], v[:2])", "M.kron(M.array([[1, 2]]), M.array([[1.5], [2]]))",
     "M.kron(M.array(2), v)", "M.kron(M.array([True, False]), M.array([True, True]))",
     "M.kron(M.zeros((0,)), v)", "M.kron(M.transpose(m), a)",

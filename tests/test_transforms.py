@@ -34,6 +34,65 @@ def test_compile_gives_the_functions_results_as_decorator_and_with_state():
     mx.enable_compile()
 
 
+def _random_draws_through_compile(m):
+    """What a program sees from random draws inside compiled functions (run with ``m`` as
+    ``mlx.core``): MLX's trace makes them constants unless ``mx.random.state`` is captured."""
+    m.random.seed(0)
+    x = m.ones((3,))
+    seen = []
+    frozen = m.compile(lambda x: x * m.random.uniform(shape=x.shape))
+    seen += [frozen(x), frozen(x), frozen(x + 1)]  # one trace: the same draws
+    seen.append(frozen(m.ones((2,))))  # new shapes, a new trace: new draws
+    seen.append(frozen(x))  # the first trace again
+    seen.append(m.random.uniform(shape=(2,)))  # the key advanced once per trace
+    state = m.random.state
+    fresh = m.compile(lambda x: x * m.random.uniform(shape=x.shape), inputs=state,
+                      outputs=state)
+    seen += [fresh(x), fresh(x)]  # the key is an input: fresh draws
+    scaled = m.compile(lambda x, s=1, **kw: x * s + m.random.normal(x.shape))
+    seen += [scaled(x, 2), scaled(x, 2), scaled(x, 3), scaled(x, 2.0), scaled(x, s=2),
+             scaled(x, True), scaled(x, 1), scaled(x, 2, flag="a"), scaled(x, 2, flag="b"),
+             scaled(x.astype(m.float16), 2), scaled(x, m.array(2)), scaled(x, m.array(3))]
+    pair = m.compile(lambda t: t[0] + t[1]["a"] + m.random.uniform())
+    seen += [pair((x, {"a": x})), pair([x, {"a": x}])]  # lists and tuples key alike
+    captured = {"a": m.ones((2,))}
+    reads = m.compile(lambda x: x + captured["a"].sum() + m.random.uniform(), inputs=captured)
+    seen.append(reads(x))
+    captured["a"] = m.ones((3,))  # captured shapes are part of the key: a new trace
+    seen += [reads(x), reads(x)]
+    captured["b"] = m.zeros((1,))  # so is the captured tree's structure
+    seen.append(reads(x))
+    m.disable_compile()
+    seen += [frozen(x), frozen(x)]  # compiled functions run eagerly: fresh draws
+    m.enable_compile()
+    seen.append(m.random.uniform(shape=(2,)))
+    return [np.array(a) for a in seen]
+
+
+def test_random_draws_in_compiled_functions_repeat_per_trace_as_in_mlx():
+    mlx = pytest.importorskip("mlx.core")
+    theirs = _random_draws_through_compile(mlx)
+    ours = _random_draws_through_compile(mx)
+    assert len(ours) == len(theirs)
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"draw {i}")
+
+
+def test_compile_rejects_arguments_that_are_not_trees_of_arrays_or_constants():
+    mlx = pytest.importorskip("mlx.core")
+    for bad in (np.ones(2), object(), 1 + 2j, b"ab", [object()]):
+        for m in (mlx, mx):
+            f = m.compile(lambda x, o=None, **kw: x + 1)
+            with pytest.raises(ValueError, match=r"\[compile\] Function arguments must be trees "
+                               r"of arrays or constants \(floats, ints, strings, or None\), but "
+                               f"received type {type(np.ravel(bad)[0] if isinstance(bad, list) else bad).__name__}"):
+                f(m.ones(1), bad)
+            with pytest.raises(ValueError, match=r"\[compile\] Function arguments"):
+                f(m.ones(1), z=bad)
+        # objects in the captured inputs are ignored
+        assert mx.compile(lambda x: x + 1, inputs=[object(), 3])(mx.ones(1)).item() == 2
+
+
 def test_compile_refuses_what_is_not_callable_as_mlx():
     mlx = pytest.importorskip("mlx.core")
     with pytest.raises(TypeError) as theirs:

@@ -2,6 +2,10 @@
 divmod, and the alias/copy nodes. MLX's conventions at ties: maximum's and minimum's gradient
 goes to the second operand where they are equal; abs and sign use sign(0) = 0.
 
+In float16/bfloat16 every intermediate rounds, so each rule is written as MLX's own formula
+(checked bit for bit against MLX 0.32.4's CPU on thousands of half values): tanh'(x) =
+1 / cosh(x)^2, rsqrt's -0.5 * out / x, reciprocal's -c / x^2, logaddexp's sigmoid(a - b).
+
 Complex numbers follow MLX: a cotangent is dL/dRe + i dL/dIm, so a holomorphic op's rule uses
 the conjugate of its derivative (computed as conj(rule(conj(cotangent))), the rules being linear
 in the cotangent); abs, real, imag and conjugate have their own rules."""
@@ -32,29 +36,29 @@ _UNARY: dict[str, Callable[[Any, Any, Any], Any]] = {
     "positive": lambda x, o, c: c,
     "square": lambda x, o, c: c * (x * 2),
     "sqrt": lambda x, o, c: c / (o * 2),
-    "rsqrt": lambda x, o, c: c * (o * o * o) * -0.5,
+    "rsqrt": lambda x, o, c: c * ((o * -0.5) / x),
     "exp": lambda x, o, c: c * o,
     "expm1": lambda x, o, c: c * (o + 1),
     "log": lambda x, o, c: c / x,
-    "log2": lambda x, o, c: c / (x * math.log(2.0)),
-    "log10": lambda x, o, c: c / (x * math.log(10.0)),
+    "log2": lambda x, o, c: (c / x) * (1.0 / math.log(2.0)),
+    "log10": lambda x, o, c: (c / x) * (1.0 / math.log(10.0)),
     "log1p": lambda x, o, c: c / (x + 1),
     "sin": lambda x, o, c: c * mx.cos(x),
     "cos": lambda x, o, c: -(c * mx.sin(x)),
-    "tan": lambda x, o, c: c * (o * o + 1),
+    "tan": lambda x, o, c: c / mx.square(mx.cos(x)),
     "sinh": lambda x, o, c: c * mx.cosh(x),
     "cosh": lambda x, o, c: c * mx.sinh(x),
-    "tanh": lambda x, o, c: c * (1 - o * o),
+    "tanh": lambda x, o, c: c / mx.square(mx.cosh(x)),
     "arcsin": lambda x, o, c: c * mx.rsqrt(1 - x * x),
     "arccos": lambda x, o, c: -(c * mx.rsqrt(1 - x * x)),
     "arctan": lambda x, o, c: c / (x * x + 1),
     "arcsinh": lambda x, o, c: c * mx.rsqrt(x * x + 1),
     "arccosh": lambda x, o, c: c * mx.rsqrt(x * x - 1),
     "arctanh": lambda x, o, c: c / (1 - x * x),
-    "erf": lambda x, o, c: c * (mx.exp(-(x * x)) * (2.0 / math.sqrt(math.pi))),
-    "erfinv": lambda x, o, c: c * (mx.exp(o * o) * (math.sqrt(math.pi) / 2.0)),
+    "erf": lambda x, o, c: (c * (2.0 / math.sqrt(math.pi))) * mx.exp(-mx.square(x)),
+    "erfinv": lambda x, o, c: (c * (math.sqrt(math.pi) / 2.0)) * mx.exp(mx.square(o)),
     "sigmoid": lambda x, o, c: c * (o * (1 - o)),
-    "reciprocal": lambda x, o, c: -(c * (o * o)),
+    "reciprocal": lambda x, o, c: mx.negative(c) / mx.square(x),
     "conjugate": lambda x, o, c: mx.conjugate(c),
     "real": lambda x, o, c: c,
     "imag": lambda x, o, c: c * complex(0.0, 1.0),
@@ -107,7 +111,8 @@ def _arctan2(a: Any, b: Any, o: Any, c: Any, w: list) -> tuple:
 
 
 def _logaddexp(a: Any, b: Any, o: Any, c: Any, w: list) -> tuple:
-    return (c * mx.exp(a - o) if w[0] else None, c * mx.exp(b - o) if w[1] else None)
+    s = mx.sigmoid(a - b)
+    return (c * s if w[0] else None, c * (1 - s) if w[1] else None)
 
 
 def _remainder(a: Any, b: Any, o: Any, c: Any, w: list) -> tuple:
@@ -119,7 +124,7 @@ _BINARY: dict[str, Callable[..., tuple]] = {
     "subtract": lambda a, b, o, c, w: (c, mx.negative(c) if w[1] else None),
     "multiply": lambda a, b, o, c, w: (c * b if w[0] else None, c * a if w[1] else None),
     "divide": lambda a, b, o, c, w: (c / b if w[0] else None,
-                                     -(c * o) / b if w[1] else None),
+                                     mx.negative(c) * a / mx.square(b) if w[1] else None),
     "maximum": _maximum,
     "minimum": _minimum,
     "power": _power,

@@ -64,8 +64,8 @@ def _reduce(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
         if op == "var":
             return [ctk * centered * (2.0 / n)]
         return [ctk * centered / (outk * n)]
-    if op == "logsumexp":
-        return [ctk * mx.exp(x - outk)]
+    if op == "logsumexp":  # MLX's rule: the precise softmax (same rounding in half dtypes)
+        return [ctk * mx.softmax(x, axis=list(axes), precise=True)]
     if op in ("max", "min"):
         # Ties share the cotangent equally (MLX's rule).
         mask = mx.equal(x, outk)
@@ -197,7 +197,8 @@ def _scan(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
 @register_single(P.Softmax)
 def _softmax(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     axes = list(prim.axes)
-    return [out * (ct - mx.sum(ct * out, axis=axes, keepdims=True))]
+    weighted = ct * out  # MLX's order of operations (it shows in float16/bfloat16)
+    return [weighted - out * mx.sum(weighted, axis=axes, keepdims=True)]
 
 
 @register_single(P.Diff)

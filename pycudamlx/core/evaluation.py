@@ -8,11 +8,12 @@ from ..graph.evaluate import evaluate
 from .array import array
 
 
-def collect_arrays(tree: Any, out: list[array], strict: bool = True) -> None:
+def collect_arrays(tree: Any, out: list[array]) -> None:
     """Append every array found in nested lists, tuples and dicts to ``out``.
 
-    ``strict``: other leaves except None and Python scalars raise (``mx.eval``'s rule);
-    otherwise they are ignored (``mx.get_array_buffer_size``'s).
+    Other leaves are skipped, as MLX 0.32's ``mx.eval`` does: programs pass
+    ``[model.state, optimizer.state, mx.random.state]`` and objects. The random state is walked
+    too (it holds the global key), so that key is evaluated with the rest.
     """
     stack = [tree]
     while stack:
@@ -23,15 +24,8 @@ def collect_arrays(tree: Any, out: list[array], strict: bool = True) -> None:
             stack.extend(x)
         elif isinstance(x, dict):
             stack.extend(x.values())
-        elif not strict or x is None or isinstance(x, (bool, int, float, complex, str)):
-            continue
         elif _is_random_state(x):
-            # ``mx.random.state`` (MLX's idiom: ``state = [model.state, opt.state,
-            # mx.random.state]; mx.eval(state)``) holds the global key
             stack.extend(x)
-        else:
-            raise ValueError("[eval] Invalid argument: expected arrays or trees of arrays "
-                             f"(lists, tuples, dicts), got {type(x).__name__}.")
 
 
 def _is_random_state(x: Any) -> bool:

@@ -531,6 +531,18 @@ def _to_array(host: np.ndarray) -> array:
 _FORMATS = ("npy", "npz", "safetensors", "gguf")
 
 
+def _open_error(format: str, name: str, is_dir: bool) -> Exception:
+    """MLX's error for a path it cannot read: each format's reader words its own (``npz``
+    goes through Python's zipfile, hence a ValueError; the C++ readers raise RuntimeError)."""
+    if format == "npz":
+        return ValueError("[load_npz] Input must be a zip file or a file-like object that can "
+                          "be opened with zipfile.ZipFile")
+    if is_dir:
+        return RuntimeError("[read] Unable to read 8 bytes from file.")
+    reader = "load_safetensors" if format == "safetensors" else "load"
+    return RuntimeError(f"[{reader}] Failed to open file {name}")
+
+
 def load(file: FileLike, /, format: str | None = None, return_metadata: bool = False, *,
          stream: Any = None) -> Any:
     """Load a ``.npy`` (one array), ``.npz`` or ``.safetensors`` (a dict) file, as MLX does;
@@ -560,10 +572,8 @@ def load(file: FileLike, /, format: str | None = None, return_metadata: bool = F
         try:
             with open(name, "rb") as f:
                 data = f.read()
-        except IsADirectoryError:
-            raise RuntimeError("[read] Unable to read from file.") from None
-        except OSError:
-            raise RuntimeError(f"[load] Failed to open file {name}") from None
+        except OSError as e:
+            raise _open_error(format, name, isinstance(e, IsADirectoryError)) from None
     else:
         name = str(getattr(file, "name", "<file>"))
         data = file.read()

@@ -182,7 +182,7 @@ def get_array_buffer_size(*args: Any) -> int:
     from .evaluation import collect_arrays
 
     arrays: list[Any] = []
-    collect_arrays(args, arrays, strict=False)
+    collect_arrays(args, arrays)
     seen: dict[int, int] = {}
     for a in arrays:
         data = a._data

@@ -124,10 +124,48 @@ def prod(a: array, /, axis: None | int | Any = None, keepdims: bool = False, *,
     return _reduce("prod", a, axis, keepdims, stream, _sum_dtype)
 
 
+_HALF = ("float16", "bfloat16")
+
+
+def _count(a: array, axes: tuple[int, ...]) -> int:
+    n = 1
+    for ax in axes:
+        n *= a._shape[ax]
+    return n
+
+
+def _times_reciprocal(total: array, n: int, stream: Any) -> array:
+    """``total * (1 / n)`` with the factor rounded to ``total``'s dtype, as MLX scales."""
+    from .creation import full
+    from .elementwise import multiply
+
+    factor = 1.0 / n if n > 0 else float("inf")
+    return multiply(total, full((), factor, total._dtype, stream=stream), stream=stream)
+
+
 def mean(a: array, /, axis: None | int | Any = None, keepdims: bool = False, *,
          stream: Any = None) -> array:
     """Mean over ``axis`` (integers give float32; an empty reduction gives NaN, as MLX)."""
+    a = require_array(a, "mean")
+    if a._dtype.name in _HALF:
+        # MLX: sum (float32 accumulator, rounded to the half dtype) times the rounded 1/n;
+        # dividing in float32 and rounding once differs from it by an ulp (0.4% in bfloat16)
+        axes = _axes(a, axis, "mean", _MEAN_BAD_AXIS)
+        total = _reduce("sum", a, axes, keepdims, stream, _sum_dtype)
+        return _times_reciprocal(total, _count(a, axes), stream)
     return _reduce("mean", a, axis, keepdims, stream, _float_dtype)
+
+
+def _half_variance(a: array, axis: Any, keepdims: bool, fn: str, stream: Any) -> array:
+    """MLX's float16/bfloat16 ``var(ddof=0)``: each step rounded to the half dtype, the mean
+    of the squared deviations from the (half) mean."""
+    from .elementwise import square, subtract
+
+    axes = _axes(a, axis, fn, _MEAN_BAD_AXIS)
+    mu = mean(a, axes, True, stream=stream)
+    squares = square(subtract(a, mu, stream=stream), stream=stream)
+    total = _reduce("sum", squares, axes, keepdims, stream, _sum_dtype)
+    return _times_reciprocal(total, _count(a, axes), stream)
 
 
 def _ddof(ddof: Any, fn: str) -> int:
@@ -143,13 +181,23 @@ def _ddof(ddof: Any, fn: str) -> int:
 def var(a: array, /, axis: None | int | Any = None, keepdims: bool = False, ddof: int = 0, *,
         stream: Any = None) -> array:
     """Variance over ``axis`` divided by max(n - ddof, 0) (inf/NaN when ddof >= n, as MLX)."""
-    return _reduce("var", a, axis, keepdims, stream, _var_dtype, _ddof(ddof, "var"))
+    a = require_array(a, "var")
+    ddof = _ddof(ddof, "var")
+    if ddof == 0 and a._dtype.name in _HALF:
+        return _half_variance(a, axis, keepdims, "var", stream)
+    return _reduce("var", a, axis, keepdims, stream, _var_dtype, ddof)
 
 
 def std(a: array, /, axis: None | int | Any = None, keepdims: bool = False, ddof: int = 0, *,
         stream: Any = None) -> array:
     """Standard deviation: the square root of ``var``."""
-    return _reduce("std", a, axis, keepdims, stream, _var_dtype, _ddof(ddof, "std"))
+    a = require_array(a, "std")
+    ddof = _ddof(ddof, "std")
+    if ddof == 0 and a._dtype.name in _HALF:
+        from .elementwise import sqrt
+
+        return sqrt(_half_variance(a, axis, keepdims, "std", stream), stream=stream)
+    return _reduce("std", a, axis, keepdims, stream, _var_dtype, ddof)
 
 
 def _check_nonempty_axes(a: array, axes: tuple[int, ...], fn: str) -> None:

@@ -3,6 +3,9 @@
 ``mx.compile`` returns a function that computes what ``fun`` computes. MLX traces and fuses the
 graph; pycudamlx runs the function as written (its ops are lazy already, so the results, dtypes
 and errors are those of the uncompiled function, which MLX's compile promises to preserve).
+One trace effect is kept because programs print its numbers: random numbers drawn inside a
+compiled function that does not capture ``mx.random.state`` are constants of MLX's trace (the
+same draws at every call until a new trace; the global key advances at the trace only).
 ``enable_compile``/``disable_compile`` are kept for code that calls them. ``stop_gradient`` is
 the identity on values. Gradients (grad, vjp, jvp, value_and_grad) and vmap are not here yet.
 """
@@ -26,17 +29,104 @@ def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: obje
     """A function producing the same outputs as ``fun`` (run as written: no graph fusion).
 
     ``inputs``/``outputs`` (state captured by MLX's compiled function) need no capture here:
-    the function reads and writes that state itself each time it runs."""
+    the function reads and writes that state itself each time it runs. Random draws repeat
+    between calls of one trace signature unless ``mx.random.state`` is captured, as in MLX."""
     if not callable(fun):
         raise dt._incompatible_arguments(
             "compile(fun: Callable[P, R], inputs: object | None = None, outputs: object | None "
             "= None, shapeless: bool = False) -> Callable[P, R]", fun)
+    from . import random as rnd
+
+    key_state = rnd.state
+    random_captured = _holds(inputs, key_state) or _holds(outputs, key_state)
+    #: MLX's trace cache, reduced to what is observable here: per trace signature, the global
+    #: key the trace drew its random numbers from.
+    traced: dict[tuple, Any] = {}
 
     @functools.wraps(fun)
     def compiled(*args: Any, **kwargs: Any) -> Any:
-        return fun(*args, **kwargs)
+        if not _enabled:
+            return fun(*args, **kwargs)
+        signature: list = []
+        _argument_signature(args, shapeless, signature)
+        if kwargs:
+            signature.append(tuple(kwargs))
+            _argument_signature(tuple(kwargs.values()), shapeless, signature)
+        if random_captured:  # the key is an input: fresh draws each call, as run eagerly
+            return fun(*args, **kwargs)
+        _state_signature(inputs, shapeless, signature)
+        sig = tuple(signature)
+        words = traced.get(sig)
+        if words is None:  # a new trace draws from (and advances) the global key
+            words = key_state._words
+            out = fun(*args, **kwargs)
+            traced[sig] = words
+            return out
+        current = key_state._words
+        key_state._set(words)
+        try:
+            return fun(*args, **kwargs)
+        finally:
+            key_state._set(current)
 
     return compiled
+
+
+_CONSTANTS = "floats, ints, strings, or None"
+
+
+def _argument_signature(tree: Any, shapeless: bool, out: list) -> None:
+    """Append what MLX keys a trace on: array shapes (ndim when shapeless) and dtypes, the
+    structure of lists/tuples (alike)/dicts, and constants by value (bools count as ints);
+    other leaves are MLX's ValueError."""
+    if isinstance(tree, array):
+        out.append((len(tree._shape) if shapeless else tree._shape, tree._dtype))
+    elif isinstance(tree, (list, tuple)):
+        out.append(len(tree))
+        for x in tree:
+            _argument_signature(x, shapeless, out)
+    elif isinstance(tree, dict):
+        out.append(tuple(tree))
+        for x in tree.values():
+            _argument_signature(x, shapeless, out)
+    elif tree is None or isinstance(tree, str):
+        out.append(tree)
+    elif isinstance(tree, int):
+        out.append((int, int(tree)))
+    elif isinstance(tree, float):
+        out.append((float, tree))
+    else:
+        raise ValueError("[compile] Function arguments must be trees of arrays or constants "
+                         f"({_CONSTANTS}), but received type {type(tree).__name__}.")
+
+
+def _state_signature(tree: Any, shapeless: bool, out: list) -> None:
+    """The captured ``inputs``' part of the trace key: their arrays' shapes and the tree's
+    structure (other leaves are ignored, as MLX does)."""
+    if isinstance(tree, array):
+        out.append((len(tree._shape) if shapeless else tree._shape, tree._dtype))
+    elif isinstance(tree, (list, tuple)):
+        out.append(len(tree))
+        for x in tree:
+            _state_signature(x, shapeless, out)
+    elif isinstance(tree, dict):
+        out.append(tuple(tree))
+        for x in tree.values():
+            _state_signature(x, shapeless, out)
+
+
+def _holds(tree: Any, target: object) -> bool:
+    """Whether ``target`` is ``tree`` or sits in its lists, tuples and dicts."""
+    stack = [tree]
+    while stack:
+        x = stack.pop()
+        if x is target:
+            return True
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+    return False
 
 
 def disable_compile() -> None:

@@ -893,6 +893,9 @@ class Trace(Primitive):
         v = self.diag.numpy(inputs[0])
         v = cast_numpy(v, dtype) if v.dtype != dtype.np_dtype else v
         with np.errstate(all="ignore"):
+            if dtype.name in ("float16", "bfloat16"):  # float32 accumulator, as MLX's sum
+                total = np.sum(v.astype(np.float32), axis=-1)
+                return [cast_numpy(total, dtype).reshape(shape)]
             return [np.sum(v, axis=-1, dtype=dtype.np_dtype).reshape(shape)]
 
     def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
