@@ -128,7 +128,7 @@ for dtype in (mx.float16, mx.bfloat16):
     if dtype == mx.float16:
         # (bfloat16 keeps 8 bits: the float32 weights' last-bit differences show through)
         print("  mean|logit|", f"{mx.abs(logits).astype(mx.float32).mean().item():.4f}", "loss",
-              f"{nn.losses.cross_entropy(logits.astype(mx.float32), y[:8], reduction='mean').item():.4f}")
+              f"{nn.losses.cross_entropy(logits.astype(mx.float32), y[:8], reduction='mean').item():.3f}")
     print("  agree", f"{mx.mean(mx.argmax(logits, -1) == mx.argmax(ref_logits, -1)).item():.4f}")
     params = sum(v.nbytes for _, v in tree_flatten(half.parameters()))
     print("  bytes", float(params))
