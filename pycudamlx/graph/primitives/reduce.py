@@ -72,7 +72,11 @@ def _mean(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: An
         s = np.sum(x, axis=axes, keepdims=keepdims, dtype=acc).astype(_F32)
     else:
         s = np.sum(_work(x), axis=axes, keepdims=keepdims)
-    return s / np.asarray(_count(x, axes), dtype=s.dtype)
+    # MLX multiplies by 1/n in the result's dtype (core/reduce.py builds halves that way).
+    n = _count(x, axes)
+    with np.errstate(divide="ignore"):
+        inv = np.asarray(1.0 / n if n else np.inf, dtype=s.dtype)
+    return s * inv
 
 
 def _var(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
