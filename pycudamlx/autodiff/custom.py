@@ -1,8 +1,9 @@
 """Primitives that only exist for differentiation: stop_gradient and custom functions.
 
 A call of a ``custom_function`` (with a custom rule) inside a gradient trace (or, with a vmap
-rule, inside a vmap trace), or of a ``checkpoint``-ed function, becomes one ``CustomCall`` node: its outputs are the values ``fun`` computed (its first
-inputs, passed through without a copy), its remaining inputs are the array leaves of the
+rule, inside a vmap trace), or of a ``checkpoint``-ed function, becomes one ``CustomCall``
+node: its outputs are the values ``fun`` computed (its first inputs, passed through without a
+copy), its remaining inputs are the array leaves of the
 positional arguments. The backward walk does not enter ``fun``'s own graph; the node's rule calls
 the user's vjp, or (no vjp, and for checkpoint) differentiates ``fun`` again from the arguments,
 recomputing its intermediates instead of keeping them.

@@ -14,8 +14,8 @@ How it works (the same two phases as MLX's ``vmap_trace``/``vmap_replace``):
    are stacked, so every primitive is supported.
 
 A ``custom_function`` call with a vmap rule is one CustomCall node whose rule gets the batched
-arguments; its body is not replayed. Outputs then get their batch axis moved to ``out_axes``; an output that does not depend on a
-vmapped input is repeated along a new axis, as MLX does. Nested vmaps compose: the inner
+arguments; its body is not replayed. Outputs then get their batch axis moved to ``out_axes``;
+an output that does not depend on a vmapped input is repeated along a new axis, as MLX does. Nested vmaps compose: the inner
 replay builds ordinary lazy nodes on the outer placeholders.
 """
 
