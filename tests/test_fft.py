@@ -117,7 +117,8 @@ ERRORS = [
     ("fftn", (np.ones((3, 4)),), {"axes": (5,)}), ("fftn", (np.array(1.0),), {}),
     ("fft2", (np.ones((3, 4)),), {"s": (0, 4)}), ("irfft", (np.ones((4, 1)),), {}),
     ("fftn", (np.ones((3, 4)),), {"s": (2, 2), "axes": (0,)}),
-]
+] + [(name, (np.ones((4, 4)),), {"s": (4, 4), "axes": None})  # the message names the function
+     for name in ("fft2", "ifft2", "fftn", "ifftn", "rfft2", "irfft2", "rfftn", "irfftn")]
 
 
 @pytest.mark.parametrize("name,args,kw", ERRORS)

@@ -305,3 +305,127 @@ def test_accepted_axis_forms_match_mlx():
     ]
     for form in forms:
         _compare(form(mx), form(mlx), 1e-6)
+
+
+# ---- custom_function's vmap rule -------------------------------------------------------------
+
+
+def _custom(m, rule, n_out=1, vjp=None):
+    """A custom_function (x -> x*2, or (x*2, x*3)) whose vmap rule is ``rule(m, inputs, axes)``;
+    ``seen`` records what the rule was given."""
+    seen = []
+
+    @m.custom_function
+    def f(a):
+        return a * 2 if n_out == 1 else (a * 2, a * 3)
+
+    @f.vmap
+    def f_vmap(inputs, axes):
+        seen.append((type(inputs).__name__, axes))
+        return rule(m, inputs, axes)
+
+    if vjp is not None:
+        f.vjp(vjp)
+    return f, seen
+
+
+CUSTOM_VMAP = {
+    "replaces_body": (lambda m, i, a: (i * 2 + 100, a), lambda m, f: m.vmap(f)(m.array(X))),
+    "in_axis_1": (lambda m, i, a: (i * 2 + 100, a), lambda m, f: m.vmap(f, in_axes=1)(m.array(X))),
+    "out_axes_1": (lambda m, i, a: (i * 2 + 1, a),
+                   lambda m, f: m.vmap(f, out_axes=1)(m.array(X))),
+    "negative_out_axis": (lambda m, i, a: (m.swapaxes(i, 0, -1) + 1, -1),
+                          lambda m, f: m.vmap(f)(m.array(X))),
+    "list_outputs": (lambda m, i, a: ([i * 2 + 1], [a]), lambda m, f: m.vmap(f)(m.array(X))),
+    "nested": (lambda m, i, a: (i * 5 + 1, a),
+               lambda m, f: m.vmap(m.vmap(f))(m.array(X)[..., None] + m.arange(2))),
+    "grad_of_vmap_uses_rule": (lambda m, i, a: (i * 5, a),
+                               lambda m, f: m.grad(lambda v: m.vmap(f)(v).sum())(m.array(X))),
+    "vmap_of_grad_uses_body": (lambda m, i, a: (i * 5, a),
+                               lambda m, f: m.vmap(m.grad(lambda v: f(v).sum()))(m.array(X))),
+    "unbatched_call_skips_rule": (lambda m, i, a: (i * 7, a),
+                                  lambda m, f: m.vmap(lambda v: f(m.ones(2)) + v)(
+                                      m.array(X).reshape(-1, 2))),
+}
+
+
+@pytest.mark.parametrize("name", list(CUSTOM_VMAP))
+def test_custom_function_vmap_rule_matches_mlx(name):
+    rule, call = CUSTOM_VMAP[name]
+    f_ref, seen_ref = _custom(mlx, rule)
+    f_ours, seen_ours = _custom(mx, rule)
+    _compare(call(mx, f_ours), call(mlx, f_ref), 1e-5)
+    assert [s[0] for s in seen_ours] == [s[0] for s in seen_ref]
+    # pycudamlx hands the rule its inputs with the batch axis first (MLX: where in_axes put it)
+    assert all(a == 0 for _, a in seen_ours) and len(seen_ours) == len(seen_ref)
+
+
+def test_custom_function_vmap_rule_several_arguments_and_outputs():
+    x, y = RNG.standard_normal((3, 4)).astype(np.float32), RNG.standard_normal(4).astype(np.float32)
+
+    def build(m, seen):
+        @m.custom_function
+        def f(d, b):
+            return d["x"] * b, d["x"] + b
+
+        @f.vmap
+        def f_vmap(inputs, axes):
+            seen.append(axes)
+            d, b = inputs
+            return (d["x"] * b + 10, d["x"] - b), (axes[0]["x"], 0)
+        return f
+
+    seen_ref, seen_ours = [], []
+    ref = mlx.vmap(build(mlx, seen_ref), in_axes=({"x": 0}, None))({"x": mlx.array(x)},
+                                                                   mlx.array(y))
+    ours = mx.vmap(build(mx, seen_ours), in_axes=({"x": 0}, None))({"x": mx.array(x)},
+                                                                 mx.array(y))
+    _compare(ours, ref, 1e-5)
+    assert seen_ours == seen_ref == [({"x": 0}, None)]
+
+
+CUSTOM_VMAP_ERRORS = {
+    "list_result": lambda m, i, a: [i, a],
+    "three_items": lambda m, i, a: (i, a, a),
+    "axes_tree_mismatch": lambda m, i, a: ((i, i), (0,)),
+}
+
+
+@pytest.mark.parametrize("name", list(CUSTOM_VMAP_ERRORS))
+def test_custom_function_vmap_rule_errors_match_mlx(name):
+    n_out = 2 if name == "axes_tree_mismatch" else 1
+    errors = []
+    for m in (mlx, mx):
+        f, _ = _custom(m, CUSTOM_VMAP_ERRORS[name], n_out)
+        with pytest.raises(Exception) as info:
+            m.eval(m.vmap(f)(m.array(X)))
+        errors.append(info.value)
+    assert type(errors[1]) is type(errors[0]) and str(errors[1]) == str(errors[0])
+
+
+def test_custom_function_vmap_rule_refuses_keyword_arguments_like_mlx():
+    for m in (mlx, mx):
+        f, _ = _custom(m, lambda m_, i, a: (i, a))
+        with pytest.raises(ValueError, match="only accept positional arguments"):
+            m.vmap(lambda v: f(a=v))(m.array(X))
+
+
+def test_custom_function_vmap_rule_bad_outputs_are_clear_errors():
+    """MLX fails later with '[eval] Attempting to eval an array without a primitive'."""
+    f, _ = _custom(mx, lambda m, i, a: (3.0, a))
+    with pytest.raises(RuntimeError, match="outputs should be arrays"):
+        mx.vmap(f)(mx.array(X))
+    f, _ = _custom(mx, lambda m, i, a: ((i,), (a,)), n_out=2)
+    with pytest.raises(RuntimeError, match="returned 1 outputs; the function returns 2"):
+        mx.vmap(f)(mx.array(X))
+    f, _ = _custom(mx, lambda m, i, a: (i, "x"))
+    with pytest.raises(RuntimeError, match="std::bad_cast"):
+        mx.vmap(f)(mx.array(X))
+
+
+def test_custom_function_vmap_rule_unbatched_output_is_repeated():
+    """An output axis of None (no longer vectorized) is the same for every batch entry, as the
+    documentation describes (MLX 0.32.4 moves the output's last axis instead)."""
+    f, _ = _custom(mx, lambda m, i, a: (m.ones(4), None))
+    out = mx.vmap(f)(mx.array(X))
+    assert out.shape == (X.shape[0], 4) and float(out.sum()) == X.shape[0] * 4

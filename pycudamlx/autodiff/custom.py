@@ -1,8 +1,9 @@
 """Primitives that only exist for differentiation: stop_gradient and custom functions.
 
-A call of a ``custom_function`` (with a custom rule) inside a trace, or of a ``checkpoint``-ed
-function, becomes one ``CustomCall`` node: its outputs are the values ``fun`` computed (its first
-inputs, passed through without a copy), its remaining inputs are the array leaves of the
+A call of a ``custom_function`` (with a custom rule) inside a gradient trace (or, with a vmap
+rule, inside a vmap trace), or of a ``checkpoint``-ed function, becomes one ``CustomCall``
+node: its outputs are the values ``fun`` computed (its first inputs, passed through without a
+copy), its remaining inputs are the array leaves of the
 positional arguments. The backward walk does not enter ``fun``'s own graph; the node's rule calls
 the user's vjp, or (no vjp, and for checkpoint) differentiates ``fun`` again from the arguments,
 recomputing its intermediates instead of keeping them.
@@ -18,6 +19,10 @@ from ..core.array import array, make_multi
 from ..graph.primitive import OutSpec, Primitive
 from ..graph.primitives.elementwise import AsType
 from .registry import register
+
+#: How many ``mx.vmap`` traces are running: inside one, a custom_function with a vmap rule
+#: becomes a CustomCall node so that the replay can hand its arguments to the rule.
+vmap_tracing = 0
 
 
 class StopGradient(AsType):
@@ -88,12 +93,13 @@ def replace_arrays(tree: Any, it: Any) -> Any:
 class CustomCall(Primitive):
     """Outputs = inputs[:n_out] (fun's values); inputs[n_out:] = the arguments' arrays."""
 
-    __slots__ = ("n_out", "fn", "args", "kwargs", "out_tree", "vjp_fn", "jvp_fn")
+    __slots__ = ("n_out", "fn", "args", "kwargs", "out_tree", "vjp_fn", "jvp_fn", "vmap_fn")
     name = "custom_function"
     gpu_kernel = True
 
     def __init__(self, n_out: int, fn: Callable, args: tuple, kwargs: dict, out_tree: Any,
-                 vjp_fn: Callable | None, jvp_fn: Callable | None) -> None:
+                 vjp_fn: Callable | None, jvp_fn: Callable | None,
+                 vmap_fn: Callable | None = None) -> None:
         self.n_out = n_out
         self.fn = fn
         self.args = args
@@ -101,6 +107,7 @@ class CustomCall(Primitive):
         self.out_tree = out_tree
         self.vjp_fn = vjp_fn
         self.jvp_fn = jvp_fn
+        self.vmap_fn = vmap_fn
 
     def grad_inputs(self, n: int) -> Sequence[int]:
         return range(self.n_out, n)
@@ -113,7 +120,7 @@ class CustomCall(Primitive):
 
 
 def custom_call(fn: Callable, args: tuple, kwargs: dict, vjp_fn: Callable | None,
-                jvp_fn: Callable | None) -> Any:
+                jvp_fn: Callable | None, vmap_fn: Callable | None = None) -> Any:
     """Run ``fn(*args, **kwargs)`` and wrap its array outputs in one CustomCall node."""
     result = fn(*args, **kwargs)
     outs: list[array] = []
@@ -122,7 +129,7 @@ def custom_call(fn: Callable, args: tuple, kwargs: dict, vjp_fn: Callable | None
         return result
     flat_in: list[array] = []
     flatten_arrays(args, flat_in, strict=False)
-    prim = CustomCall(len(outs), fn, args, kwargs, result, vjp_fn, jvp_fn)
+    prim = CustomCall(len(outs), fn, args, kwargs, result, vjp_fn, jvp_fn, vmap_fn)
     from ..core import device as dev
 
     stream = outs[0]._stream or dev.resolve_stream(None)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+import numpy as np
+
 from .. import core as mx
 from ..core.array import _Alias
 from ..graph.primitives import elementwise as P
@@ -29,19 +31,30 @@ def _masked(mask: Any, ct: Any) -> Any:
     return mx.where(mask, ct, _zero(ct))
 
 
-# Unary: fn(x, out, ct) -> cotangent of x (None: no gradient).
+def _const(value: float, like: Any) -> Any:
+    """A scalar in ``like``'s dtype: MLX's rules round their constants to the primal's dtype
+    and multiply in the order written below, which decides the last bit in float16/bfloat16."""
+    return mx.array(value, like.dtype)
+
+
+# MLX takes 1/ln(base) in single precision.
+_INV_LN2 = float(1 / np.log(np.float32(2.0)))
+_INV_LN10 = float(1 / np.log(np.float32(10.0)))
+
+# Unary: fn(x, out, ct) -> cotangent of x (None: no gradient). Each follows MLX 0.32.4's rule
+# term by term (tanh as 1/cosh^2, not 1 - tanh^2, which cancels for |x| > 3 in float32).
 _UNARY: dict[str, Callable[[Any, Any, Any], Any]] = {
     "abs": lambda x, o, c: c * mx.sign(x),
     "negative": lambda x, o, c: mx.negative(c),
     "positive": lambda x, o, c: c,
     "square": lambda x, o, c: c * (x * 2),
-    "sqrt": lambda x, o, c: c / (o * 2),
-    "rsqrt": lambda x, o, c: c * ((o * -0.5) / x),
+    "sqrt": lambda x, o, c: (c * _const(0.5, x)) / o,
+    "rsqrt": lambda x, o, c: (c * _const(-0.5, x)) * (o / x),
     "exp": lambda x, o, c: c * o,
     "expm1": lambda x, o, c: c * (o + 1),
     "log": lambda x, o, c: c / x,
-    "log2": lambda x, o, c: (c / x) * (1.0 / math.log(2.0)),
-    "log10": lambda x, o, c: (c / x) * (1.0 / math.log(10.0)),
+    "log2": lambda x, o, c: _const(_INV_LN2, c) * (c / x),
+    "log10": lambda x, o, c: _const(_INV_LN10, c) * (c / x),
     "log1p": lambda x, o, c: c / (x + 1),
     "sin": lambda x, o, c: c * mx.cos(x),
     "cos": lambda x, o, c: -(c * mx.sin(x)),
@@ -55,10 +68,10 @@ _UNARY: dict[str, Callable[[Any, Any, Any], Any]] = {
     "arcsinh": lambda x, o, c: c * mx.rsqrt(x * x + 1),
     "arccosh": lambda x, o, c: c * mx.rsqrt(x * x - 1),
     "arctanh": lambda x, o, c: c / (1 - x * x),
-    "erf": lambda x, o, c: (c * (2.0 / math.sqrt(math.pi))) * mx.exp(-mx.square(x)),
-    "erfinv": lambda x, o, c: (c * (math.sqrt(math.pi) / 2.0)) * mx.exp(mx.square(o)),
+    "erf": lambda x, o, c: (c * _const(2.0 / math.sqrt(math.pi), x)) * mx.exp(-mx.square(x)),
+    "erfinv": lambda x, o, c: (c * _const(math.sqrt(math.pi) / 2.0, x)) * mx.exp(mx.square(o)),
     "sigmoid": lambda x, o, c: c * (o * (1 - o)),
-    "reciprocal": lambda x, o, c: mx.negative(c) / mx.square(x),
+    "reciprocal": lambda x, o, c: -(c / mx.square(x)),
     "conjugate": lambda x, o, c: mx.conjugate(c),
     "real": lambda x, o, c: c,
     "imag": lambda x, o, c: c * complex(0.0, 1.0),
@@ -124,7 +137,7 @@ _BINARY: dict[str, Callable[..., tuple]] = {
     "subtract": lambda a, b, o, c, w: (c, mx.negative(c) if w[1] else None),
     "multiply": lambda a, b, o, c, w: (c * b if w[0] else None, c * a if w[1] else None),
     "divide": lambda a, b, o, c, w: (c / b if w[0] else None,
-                                     mx.negative(c) * a / mx.square(b) if w[1] else None),
+                                     -((c * a) / mx.square(b)) if w[1] else None),
     "maximum": _maximum,
     "minimum": _minimum,
     "power": _power,

@@ -56,7 +56,10 @@ def _reduce(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     if op == "sum":
         return [mx.broadcast_to(ctk, x.shape)]
     if op == "mean":
-        return [mx.broadcast_to(ctk / _count(x.shape, axes), x.shape)]
+        # MLX's mean is sum * (1/n): its vjp multiplies by 1/n in the cotangent's dtype.
+        n = _count(x.shape, axes)
+        return [mx.broadcast_to(ctk * mx.array(1.0 / n if n else float("inf"), ct.dtype),
+                                x.shape)]
     outk = _expand(out, axes, prim.keepdims)
     if op in ("var", "std"):
         n = _count(x.shape, axes) - (prim.param or 0)

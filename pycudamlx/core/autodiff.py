@@ -13,6 +13,7 @@ import functools
 from typing import Any, Callable, Sequence
 
 from .. import dtypes as dt
+from ..autodiff import custom as _custom
 from ..autodiff import engine
 from ..autodiff.custom import custom_call, flatten_arrays, replace_arrays
 from .array import array
@@ -265,8 +266,8 @@ class custom_function:  # noqa: N801 - MLX's name
     """A function with custom vjp/jvp/vmap rules (MLX's ``mx.custom_function`` decorator).
 
     Called inside a gradient transform, the custom vjp (or jvp) replaces differentiation of the
-    body; arrays the body captures are constants. The vmap rule is stored as ``vmap_fn`` for
-    ``mx.vmap``."""
+    body; arrays the body captures are constants. Called inside ``mx.vmap`` with batched
+    arguments, the vmap rule replaces batching the body."""
 
     def __init__(self, f: Callable) -> None:
         if not callable(f):
@@ -278,6 +279,10 @@ class custom_function:  # noqa: N801 - MLX's name
         functools.update_wrapper(self, f)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.vmap_fn is not None and _custom.vmap_tracing:
+            if kwargs:
+                raise ValueError("[custom vmap] Function should only accept positional arguments")
+            return custom_call(self.fun, args, kwargs, self.vjp_fn, self.jvp_fn, self.vmap_fn)
         if engine._depth == 0 or (self.vjp_fn is None and self.jvp_fn is None):
             return self.fun(*args, **kwargs)
         return custom_call(self.fun, args, kwargs, self.vjp_fn, self.jvp_fn)
@@ -293,7 +298,9 @@ class custom_function:  # noqa: N801 - MLX's name
         return self
 
     def vmap(self, f: Callable) -> custom_function:
-        """Define a custom vectorization ``f(inputs, axes) -> (outputs, out_axes)``."""
+        """Define a custom vectorization ``f(inputs, axes) -> (outputs, out_axes)``: ``inputs``
+        are the positional arguments (one as itself, several as a tuple) with the batch axis
+        first, ``axes`` the same tree holding 0 or None (not batched)."""
         self.vmap_fn = f
         return self
 

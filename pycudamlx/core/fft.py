@@ -146,7 +146,7 @@ def _many(fn: str, a: Any, s_: Any, axes: Any, norm: Any, stream: Any, real: boo
     st = dev.resolve_stream(stream)
     if axes is None:
         if s_ is not None:
-            raise ValueError("[fftn] `axes` should not be `None` if `s` is not `None`.")
+            raise ValueError(f"[{fn}] `axes` should not be `None` if `s` is not `None`.")
         axes = list(range(a.ndim))
     axes = [int(v) for v in axes]
     if s_ is None:

@@ -13,8 +13,9 @@ How it works (the same two phases as MLX's ``vmap_trace``/``vmap_replace``):
    result with the batch axis first; primitives without a rule run once per batch entry and
    are stacked, so every primitive is supported.
 
-Outputs then get their batch axis moved to ``out_axes``; an output that does not depend on a
-vmapped input is repeated along a new axis, as MLX does. Nested vmaps compose: the inner
+A ``custom_function`` call with a vmap rule is one CustomCall node whose rule gets the batched
+arguments; its body is not replayed. Outputs then get their batch axis moved to ``out_axes``;
+an output that does not depend on a vmapped input is repeated along a new axis, as MLX does. Nested vmaps compose: the inner
 replay builds ordinary lazy nodes on the outer placeholders.
 """
 
@@ -26,6 +27,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import dtypes as dt
+from ..autodiff import custom as _custom
 from ..core import device as dev
 from ..core.array import array, make
 from ..core.creation import repeat
@@ -123,7 +125,11 @@ def _topological(outputs: Sequence[array]) -> list[array]:
             continue
         seen.add(id(node))
         work.append((node, True))
-        for inp in reversed(node._inputs):
+        inputs = node._inputs
+        prim = node._prim
+        if type(prim) is _custom.CustomCall and prim.vmap_fn is not None:
+            inputs = inputs[prim.n_out:]  # its vmap rule replaces batching the body
+        for inp in reversed(inputs):
             if id(inp) not in seen:
                 work.append((inp, False))
     return order
@@ -205,7 +211,11 @@ def _vmap_call(fun: Callable[..., Any], in_axes: Any, out_axes: Any, args: tuple
         traced_inputs.append(make(prim, (), shape, x.dtype, stream))
         batched[id(prim)] = x if ax == 0 else moveaxis(x, ax, 0)
 
-    py_outputs = fun(*ctrees.unflatten(args, iter(traced_inputs), _is_array))
+    _custom.vmap_tracing += 1
+    try:
+        py_outputs = fun(*ctrees.unflatten(args, iter(traced_inputs), _is_array))
+    finally:
+        _custom.vmap_tracing -= 1
     outputs = ctrees.flatten(py_outputs, _is_array)
     flat_out = _flat_axes(py_outputs, out_axes, True)
     if size is None:

@@ -435,14 +435,65 @@ def _sdpa(node: array, inputs: list, flags: list[bool], size: int) -> list[array
 
 # ----------------------------------------------------------------------------------------------
 # Autodiff's primitives: StopGradient is an identity cast; a custom_function/checkpoint node
-# (and mx.depends) passes its first n_out inputs (already batched through their own graphs).
+# passes its first n_out inputs (the body's values, already batched through the body's graph),
+# or, when the custom_function has a vmap rule, returns what the rule computes; mx.depends
+# passes its inputs through.
 
-from ..autodiff.custom import CustomCall, StopGradient  # noqa: E402
+from ..autodiff.custom import CustomCall, StopGradient, replace_arrays  # noqa: E402
+from . import ctrees  # noqa: E402
 
 register(StopGradient)(_broadcasting)
 
+_RULE_RESULT = "[custom vmap] Vmap function should return a tuple with 2 items."
 
-@register(CustomCall, sh.Depends)
-def _custom_call(node: array, inputs: list, flags: list[bool], size: int) -> list[array]:
+
+@register(sh.Depends)
+def _depends(node: array, inputs: list, flags: list[bool], size: int) -> list[array]:
+    """mx.depends passes its first n_out inputs through (batched through their own graphs)."""
     n_out = node._prim.n_out
     return [_full_batch(x, f, size, node) for x, f in zip(inputs[:n_out], flags[:n_out])]
+
+
+@register(CustomCall)
+def _custom_call(node: array, inputs: list, flags: list[bool], size: int) -> list[array]:
+    prim = node._prim
+    n_out = prim.n_out
+    if prim.vmap_fn is None:
+        return [_full_batch(x, f, size, node) for x, f in zip(inputs[:n_out], flags[:n_out])]
+    return _user_vmap_rule(node, inputs[n_out:], flags[n_out:], size)
+
+
+def _user_vmap_rule(node: array, args: list, flags: list[bool], size: int) -> list[array]:
+    """The outputs of a custom_function's vmap rule, each with its batch axis moved first."""
+    prim = node._prim
+    arg_tree = replace_arrays(prim.args, iter(args))
+    axes_tree = replace_arrays(prim.args, iter([0 if f else None for f in flags]))
+    one = len(prim.args) == 1
+    result = prim.vmap_fn(arg_tree[0] if one else arg_tree, axes_tree[0] if one else axes_tree)
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise ValueError(_RULE_RESULT)
+    outputs, out_axes = result
+    flat: list[array] = []
+    axes: list[Any] = []
+
+    def visit(leaf: Any, axis: Any) -> None:
+        if not isinstance(leaf, array):
+            raise RuntimeError("[custom vmap] The vmap function's outputs should be arrays "
+                               f"(got {type(leaf).__name__}).")
+        if axis is not None and (not isinstance(axis, int) or isinstance(axis, bool)):
+            raise dt._bad_cast(f"the output vectorization axis {axis!r} is not an int or None")
+        flat.append(leaf)
+        axes.append(axis)
+
+    ctrees.visit_prefix(outputs, out_axes, visit)
+    if len(flat) != prim.n_out:
+        raise RuntimeError(f"[custom vmap] The vmap function returned {len(flat)} outputs; the "
+                           f"function returns {prim.n_out}.")
+    s = node._stream
+    batched = []
+    for out, axis in zip(flat, axes):
+        if axis is None:  # no longer vectorized: the same value for every batch entry
+            batched.append(broadcast_to(out, (size,) + out.shape, stream=s))
+        else:
+            batched.append(out if axis == 0 else moveaxis(out, axis, 0, stream=s))
+    return batched
