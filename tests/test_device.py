@@ -29,6 +29,22 @@ def test_reprs_match_mlx(mlx):
         assert str(ours) == str(theirs), expr
 
 
+_NUMBERING = ("import sys; m = __import__(sys.argv[1], fromlist=['x']); "
+              "print(m.new_stream(m.cpu), m.default_stream(m.cpu), m.new_stream(m.cpu))")
+
+
+def test_streams_are_numbered_as_mlx_numbers_them(mlx):
+    """MLX numbers streams with one counter, a device's default stream when it is first asked
+    for (in a fresh process: a new stream made before any op is the first)."""
+    import subprocess
+    import sys
+
+    def numbering(module: str) -> str:
+        return subprocess.run([sys.executable, "-c", _NUMBERING, module], capture_output=True,
+                              text=True, check=True, timeout=120).stdout
+    assert numbering("pycudamlx.core") == numbering("mlx.core")
+
+
 def test_equality_matches_mlx(mlx):
     for expr in ["m.Device(m.cpu) == m.cpu", "m.cpu == m.Device(m.cpu)",
                  "m.Device(m.cpu) == m.Device(m.cpu, 0)", "m.Device(m.cpu) == 0",

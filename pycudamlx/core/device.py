@@ -106,8 +106,8 @@ class Stream:
             from ..backend.cuda import stream as cuda_stream
 
             dev = driver.get_device(self.device.index)
-            s = (cuda_stream.default_stream(dev) if self.index == _DEFAULT_INDEX[gpu]
-                 else cuda_stream.CudaStream(dev))
+            own = self.index == _own_default_index.get(self.device)
+            s = cuda_stream.default_stream(dev) if own else cuda_stream.CudaStream(dev)
             self._cuda = s
         return s
 
@@ -126,9 +126,14 @@ class Stream:
 
 
 _lock = threading.Lock()
-_DEFAULT_INDEX = {cpu: 0, gpu: 1}
-_next_index = 2
+#: Stream numbers, as MLX's scheduler hands them out: one counter for every device, a device's
+#: default stream numbered when it is first asked for (by the first op on that device), so a
+#: new_stream made before any op is Stream(cpu, 0).
+_next_index = 0
 _default_streams: dict[Device, Stream] = {}
+#: The number of each device's own default stream (set_default_stream does not change it): a
+#: GPU's is backed by the library's default CUDA stream.
+_own_default_index: dict[Device, int] = {}
 _default_device: Device | None = None
 _thread = threading.local()
 
@@ -202,8 +207,8 @@ def default_stream(device: Device | DeviceType) -> Stream:
     with _lock:
         s = _default_streams.get(d)
         if s is None:
-            s = _default_streams[d] = Stream(_DEFAULT_INDEX[d.type] if d.index == 0
-                                             else _take_index(), d)
+            s = _default_streams[d] = Stream(_take_index(), d)
+            _own_default_index.setdefault(d, s.index)
     return s
 
 
@@ -216,6 +221,7 @@ def set_default_stream(stream: Stream) -> None:
 
 
 def _take_index() -> int:
+    """The next stream number (the caller holds ``_lock``)."""
     global _next_index
     index = _next_index
     _next_index += 1
