@@ -427,3 +427,45 @@ def test_load_stream_and_use(tmp_path):  # noqa: D103
     a = mx.load(tmp_path / "s.npy", stream=mx.cpu)
     np.testing.assert_array_equal(np.array(a + 1), np.arange(3) + 1)
     assert isinstance(pathlib.Path, type)
+
+
+# -- key order: MLX's maps are C++ unordered_maps ---------------------------------------------
+
+
+def _random_keys(rng: np.random.Generator, n: int) -> list[str]:
+    parts = ["layers", "weight", "bias", "attn", "q_proj", "mlp", "scales", "x", "é"]
+    keys: list[str] = []
+    while len(keys) < n:
+        k = ".".join(str(rng.choice(parts)) if rng.random() < 0.7 else str(rng.integers(0, 40))
+                     for _ in range(rng.integers(1, 5)))
+        if k not in keys:
+            keys.append(k)
+    return keys
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 13, 14, 30, 61, 140, 300])
+def test_file_dicts_come_back_in_mlx_order(mlx, tmp_path, n):
+    """savez members, the data of safetensors/gguf and every dict load returns follow MLX's
+    std::unordered_map order (so printing mx.load(path) prints what MLX prints)."""
+    rng = np.random.default_rng(n)
+    keys = _random_keys(rng, n)
+    meta = {k.replace(".", "_"): str(i) for i, k in enumerate(keys[:6])}
+    for m, tag in ((mlx, "theirs"), (mx, "ours")):
+        arrays = {k: m.array([i]) for i, k in enumerate(keys)}
+        m.savez(str(tmp_path / f"{tag}.npz"), m.array([-1]), **arrays)
+        m.save_safetensors(str(tmp_path / f"{tag}.safetensors"), arrays, metadata=meta)
+        m.save_gguf(str(tmp_path / f"{tag}.gguf"), arrays, dict(meta))
+    members = {t: zipfile.ZipFile(tmp_path / f"{t}.npz").namelist() for t in ("theirs", "ours")}
+    assert members["ours"] == members["theirs"]
+    st = {t: (tmp_path / f"{t}.safetensors").read_bytes() for t in ("theirs", "ours")}
+    assert st["ours"] == st["theirs"]
+    np.savez(tmp_path / "numpy.npz", **{k: np.array([i]) for i, k in enumerate(keys)})
+    for name in ("theirs.npz", "ours.npz", "numpy.npz", "theirs.safetensors", "theirs.gguf",
+                 "ours.gguf"):
+        want, want_meta = (mlx.load(str(tmp_path / name), return_metadata=True)
+                           if not name.endswith("npz") else (mlx.load(str(tmp_path / name)), {}))
+        got, got_meta = (mx.load(str(tmp_path / name), return_metadata=True)
+                         if not name.endswith("npz") else (mx.load(str(tmp_path / name)), {}))
+        assert list(got) == list(want), name
+        assert list(got_meta) == list(want_meta), name
+        assert [v.item() for v in got.values()] == [v.item() for v in want.values()], name

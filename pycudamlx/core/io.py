@@ -22,6 +22,7 @@ from typing import Any, BinaryIO, Union
 import numpy as np
 
 from .. import dtypes as dt
+from ._map_order import map_order
 from .array import array, from_data
 
 __all__ = ["save", "savez", "savez_compressed", "save_safetensors", "save_gguf", "load"]
@@ -178,10 +179,13 @@ def _savez(file: FileLike, args: tuple, kwargs: dict, compress: bool, fn: str) -
         if not isinstance(a, array):
             raise RuntimeError(f"[{fn}] Array '{k}' must be an mx.array, got {_type_name(a)} "
                                "(MLX raises std::bad_cast here)")
+    # MLX adds the keywords to its map first, then arr_0, arr_1, ...; members follow the map.
+    names = map_order([*kwargs, *(f"arr_{i}" for i in range(len(args)))])
     method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
     target = _with_suffix(file, ".npz") if _is_path(file) else file
     with zipfile.ZipFile(target, "w", compression=method) as z:
-        for k, a in arrays.items():
+        for k in names:
+            a = arrays[k]
             info = zipfile.ZipInfo(k + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type = method
             info.external_attr = 0o600 << 16
@@ -211,7 +215,7 @@ def _load_npz(file: Any, data: bytes | None, name: str) -> dict[str, array]:
         for member in z.namelist():
             key = member[:-4] if member.endswith(".npy") else member
             out[key] = _to_array(_parse_npy(z.read(member), member))
-    return out
+    return {k: out[k] for k in map_order(out)}
 
 
 # -- .safetensors ------------------------------------------------------------------------------
@@ -230,7 +234,8 @@ def save_safetensors(file: FileLike, arrays: dict[str, array],
     header: dict[str, Any] = {"__metadata__": metadata or None}
     chunks = []
     offset = 0
-    for k, a in arrays.items():
+    for k in map_order(arrays):   # the data in MLX's order; the header's keys are sorted
+        a = arrays[k]
         if not isinstance(a, array):
             raise RuntimeError(f"[save_safetensors] Value of '{k}' must be an mx.array, got "
                                f"{_type_name(a)} (MLX raises std::bad_cast here)")
@@ -239,7 +244,8 @@ def save_safetensors(file: FileLike, arrays: dict[str, array],
                      "dtype": _ST_NAME[a._dtype.name], "shape": list(a._shape)}
         offset += len(data)
         chunks.append(data)
-    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    # Raw UTF-8 keys, as MLX writes them (not \u escapes).
+    text = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     _write(file, ".safetensors", struct.pack("<Q", len(text)) + text + b"".join(chunks))
 
 
@@ -272,7 +278,10 @@ def _load_safetensors(data: bytes, name: str) -> tuple[dict[str, array], dict[st
                                f"{name}")
         host = np.frombuffer(data, dtype.np_dtype, count, base + begin).reshape(shape)
         out[k] = _to_array(host.copy())
-    return out, {str(k): str(v) for k, v in meta.items()}
+    # MLX parses the header into a sorted map, then fills its unordered maps from it.
+    meta = {str(k): str(v) for k, v in meta.items()}
+    return ({k: out[k] for k in map_order(sorted(out))},
+            {k: meta[k] for k in map_order(sorted(meta))})
 
 
 # -- gguf --------------------------------------------------------------------------------------
@@ -339,10 +348,12 @@ def save_gguf(file: FileLike, arrays: dict[str, array],
     if not isinstance(arrays, dict):
         raise TypeError(f"save_gguf(): arrays must be a dict[str, array], got "
                         f"{_type_name(arrays)}")
-    kvs = [_gguf_str(k) + _gguf_meta_value(k, v) for k, v in (metadata or {}).items()]
+    metadata = metadata or {}
+    kvs = [_gguf_str(k) + _gguf_meta_value(k, metadata[k]) for k in map_order(metadata)]
     infos, chunks = [], []
     offset = 0
-    for k, a in arrays.items():
+    for k in map_order(arrays):
+        a = arrays[k]
         if not isinstance(a, array):
             raise RuntimeError(f"[save_gguf] Value of '{k}' must be an mx.array, got "
                                f"{_type_name(a)} (MLX raises std::bad_cast here)")
@@ -517,7 +528,7 @@ def _load_gguf(data: bytes) -> tuple[dict[str, array], dict[str, Any]]:
                 raise RuntimeError(f"[load_gguf] Duplicate parameter name {k} this can "
                                    "happend when loading quantized tensors.")
             arrays[k] = v
-    return arrays, meta
+    return ({k: arrays[k] for k in map_order(arrays)}, {k: meta[k] for k in map_order(meta)})
 
 
 # -- load --------------------------------------------------------------------------------------
