@@ -65,12 +65,15 @@ mx.savez_compressed(os.path.join(tmp, "small"), tokens, ref)
 back = mx.load(os.path.join(tmp, "ckpt.npz"))
 small = mx.load(os.path.join(tmp, "small.npz"))
 print("npz", len(back), sorted(small), small["arr_0"].dtype, small["arr_1"].shape)
+print("first keys", list(back)[:6])
+print(mx.load(os.path.join(tmp, "small.npz")))
 
 # safetensors with metadata, half precision weights
 half = {k: v.astype(mx.float16) for k, v in flat}
 mx.save_safetensors(os.path.join(tmp, "model.safetensors"), half, metadata={"dtype": "float16", "layers": "2"})
 loaded, meta = mx.load(os.path.join(tmp, "model.safetensors"), return_metadata=True)
-print("safetensors", len(loaded), loaded["proj.weight"].dtype, sorted(meta.items()))
+print("safetensors", len(loaded), loaded["proj.weight"].dtype, meta)
+print("layer keys", [k for k in loaded if k.startswith("layers.1.")][:5])
 model16 = Encoder()
 model16.load_weights(list(loaded.items()))
 model16.set_dtype(mx.float32)
@@ -82,5 +85,6 @@ mx.save_gguf(os.path.join(tmp, "model.gguf"), {k: v for k, v in flat if v.ndim <
              {"general.name": "encoder", "tags": ["toy", "mlx"], "ctx": mx.array(5, dtype=mx.uint32)})
 g, gmeta = mx.load(os.path.join(tmp, "model.gguf"), return_metadata=True)
 print("gguf", len(g), g["proj.weight"].shape, gmeta["general.name"], gmeta["tags"], gmeta["ctx"])
+print("gguf keys", list(g)[:4], list(gmeta))
 model.load_weights(os.path.join(tmp, "ckpt.npz"))
 print("reload", mx.array_equal(model(tokens), ref).item(), sorted(os.listdir(tmp)))
