@@ -117,3 +117,57 @@ def test_names_not_implemented_yet_say_so_and_stay_attribute_errors():
     assert not hasattr(mx, "export_function") and not hasattr(mx, "qqmm")
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         mx.no_such_name  # noqa: B018
+
+
+def _eval_inside_compile_cases(m):
+    """(name, thunk) pairs: evaluation inside a compiled function, as programs write it."""
+    x = m.array([1.0, 2.0])
+    state = {"w": m.array([3.0])}
+    const = m.array([5.0]) * 2  # built outside, lazy: a constant of the trace
+    run = lambda fn: m.compile(fn)(x)  # noqa: E731
+    return [
+        ("item", lambda: run(lambda v: v.sum().item())),
+        ("tolist", lambda: run(lambda v: v.tolist())),
+        ("if", lambda: run(lambda v: v if v.sum() > 0 else -v)),
+        ("float", lambda: run(lambda v: float(v[0]))),
+        ("eval", lambda: run(lambda v: (m.eval(v * 2), v)[1])),
+        ("async_eval", lambda: run(lambda v: (m.async_eval(v), v)[1])),
+        ("numpy", lambda: run(lambda v: np.array(v))),
+        ("repr", lambda: run(lambda v: (repr(v + 1), v)[1])),
+        ("format", lambda: run(lambda v: f"{v.sum():.2f}")),
+        ("captured state", lambda: functools.partial(m.compile, inputs=state)(
+            lambda v: v * state["w"].item())(x)),
+        ("nested", lambda: m.compile(lambda v: m.compile(lambda u: u * 2)(v).sum().item())(x)),
+        ("grad inside", lambda: run(lambda v: m.grad(lambda u: (u * u).sum())(v).sum().item())),
+        ("constant item", lambda: run(lambda v: v + (m.array(3) + 1).item())),
+        ("closure item", lambda: run(lambda v: v + const.sum().item())),
+        ("constant eval", lambda: run(lambda v: (m.eval(m.array(2) * 2), v)[1])),
+        ("shape", lambda: run(lambda v: v.shape)),
+        ("after", lambda: (run(lambda v: v * 2), x.sum().item())[1]),
+        ("vmap item", lambda: m.vmap(lambda v: v * v.sum().item())(m.ones((2, 2)))),
+        ("grad item", lambda: m.grad(lambda v: (v * v.sum().item()).sum())(x)),
+    ]
+
+
+def _outcome(thunk):
+    try:
+        out = thunk()
+    except Exception as e:  # noqa: BLE001 - the exception is the outcome
+        return type(e).__name__, str(e)
+    return "ok", repr(out) if not isinstance(out, np.ndarray) else out.tolist()
+
+
+def test_evaluating_traced_values_inside_compile_raises_as_in_mlx():
+    """MLX traces compiled functions with value-less inputs: evaluating what depends on them
+    (.item(), if, print, mx.eval, np.array) is its ValueError; constants still evaluate, and
+    outside compile (or under grad) everything does."""
+    mlx = pytest.importorskip("mlx.core")
+    ours = _eval_inside_compile_cases(mx)
+    theirs = _eval_inside_compile_cases(mlx)
+    for (name, a), (_, b) in zip(ours, theirs):
+        assert _outcome(a) == _outcome(b), name
+    mx.disable_compile()
+    try:
+        assert mx.compile(lambda v: v.sum().item())(mx.array([1.0, 2.0])) == 3.0
+    finally:
+        mx.enable_compile()

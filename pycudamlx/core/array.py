@@ -28,6 +28,7 @@ from .. import dtypes as dt
 from ..graph import evaluate as _graph_eval
 from ..graph.evaluate import evaluate, to_numpy
 from ..graph.primitive import OutSpec, Primitive
+from . import _compile_trace
 from . import device as dev
 from ._conversion import convert as _convert_value
 
@@ -358,12 +359,16 @@ class array:  # noqa: N801 - MLX's name
         """The value of a one-element array as a Python scalar (bfloat16/float16 -> float)."""
         if self.size != 1:
             raise ValueError("[convert] Only length-1 arrays can be converted to Python scalars.")
+        if _compile_trace.active:
+            _compile_trace.check((self,))
         return _to_python_scalar(self._numpy().reshape(()).item(), self._dtype)
 
     def tolist(self) -> Any:
         """Nested Python lists of Python scalars (a scalar for a 0-d array)."""
         if not self._shape:
             return self.item()
+        if _compile_trace.active:
+            _compile_trace.check((self,))
         host = self._numpy()
         if self._dtype in (dt.float16, dt.bfloat16):
             host = host.astype(np.float32)
@@ -372,6 +377,8 @@ class array:  # noqa: N801 - MLX's name
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         from .interop import to_numpy as interop_to_numpy
 
+        if _compile_trace.active:
+            _compile_trace.check((self,))
         return interop_to_numpy(self, dtype, copy)
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -414,10 +421,14 @@ class array:  # noqa: N801 - MLX's name
         """The buffer protocol (Python 3.12+, PEP 688): ``memoryview(a)``, ``bytes(a)``."""
         from .interop import buffer_view
 
+        if _compile_trace.active:
+            _compile_trace.check((self,))
         return buffer_view(self, flags)
 
     def __bytes__(self) -> bytes:
         """The raw bytes of the elements in row-major order."""
+        if _compile_trace.active:
+            _compile_trace.check((self,))
         host = self._numpy()
         if self._dtype is dt.bfloat16:
             host = host.view(np.uint16)
@@ -453,12 +464,11 @@ class array:  # noqa: N801 - MLX's name
     def __repr__(self) -> str:
         from .printing import array_repr
 
+        if _compile_trace.active:
+            _compile_trace.check((self,))
         return array_repr(self)
 
-    def __str__(self) -> str:
-        from .printing import array_repr
-
-        return array_repr(self)
+    __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
         if not self._shape:

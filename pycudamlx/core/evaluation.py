@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..graph.evaluate import evaluate
+from . import _compile_trace
 from .array import array
 
 
@@ -36,14 +37,20 @@ def _is_random_state(x: Any) -> bool:
 
 def eval(*args: Any) -> None:  # noqa: A001 - MLX's name
     """Evaluate every array in ``args`` (arrays or trees of them)."""
-    if len(args) == 1 and type(args[0]) is array:  # the common case, kept cheap
-        evaluate(args)
+    if len(args) == 1 and type(args[0]) is array and not _compile_trace.active:
+        evaluate(args)  # the common case, kept cheap
         return
     roots: list[array] = []
     collect_arrays(args, roots)
+    if _compile_trace.active:
+        _compile_trace.check(roots)
     evaluate(roots)
 
 
 def async_eval(*args: Any) -> None:
     """Queue the evaluation; GPU work is asynchronous, so this is ``eval`` without a host wait."""
+    if _compile_trace.active:
+        roots: list[array] = []
+        collect_arrays(args, roots)
+        _compile_trace.check(roots, _compile_trace.ASYNC_EVAL_IN_TRANSFORM)
     eval(*args)

@@ -16,6 +16,7 @@ import functools
 from typing import Any, Callable, Sequence
 
 from .. import dtypes as dt
+from . import _compile_trace
 from . import device as dev
 from .array import array, make, make_multi
 
@@ -52,22 +53,30 @@ def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: obje
         if kwargs:
             signature.append(tuple(kwargs))
             _argument_signature(tuple(kwargs.values()), shapeless, signature)
-        if random_captured:  # the key is an input: fresh draws each call, as run eagerly
-            return fun(*args, **kwargs)
-        _state_signature(inputs, shapeless, signature)
-        sig = tuple(signature)
-        words = traced.get(sig)
-        if words is None:  # a new trace draws from (and advances) the global key
-            words = key_state._words
-            out = fun(*args, **kwargs)
-            traced[sig] = words
-            return out
-        current = key_state._words
-        key_state._set(words)
+        # What MLX's trace sees as inputs: evaluating anything that depends on them inside
+        # ``fun`` is MLX's ValueError.
+        leaves: list[array] = []
+        _array_leaves((args, kwargs, inputs), leaves)
+        _compile_trace.enter(leaves)
         try:
-            return fun(*args, **kwargs)
+            if random_captured:  # the key is an input: fresh draws each call, as run eagerly
+                return fun(*args, **kwargs)
+            _state_signature(inputs, shapeless, signature)
+            sig = tuple(signature)
+            words = traced.get(sig)
+            if words is None:  # a new trace draws from (and advances) the global key
+                words = key_state._words
+                out = fun(*args, **kwargs)
+                traced[sig] = words
+                return out
+            current = key_state._words
+            key_state._set(words)
+            try:
+                return fun(*args, **kwargs)
+            finally:
+                key_state._set(current)
         finally:
-            key_state._set(current)
+            _compile_trace.leave()
 
     return compiled
 
@@ -113,6 +122,19 @@ def _state_signature(tree: Any, shapeless: bool, out: list) -> None:
         out.append(tuple(tree))
         for x in tree.values():
             _state_signature(x, shapeless, out)
+
+
+def _array_leaves(tree: Any, out: list[array]) -> None:
+    """The arrays in ``tree``'s lists, tuples and dicts."""
+    stack = [tree]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, array):
+            out.append(x)
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
 
 
 def _holds(tree: Any, target: object) -> bool:
