@@ -59,6 +59,25 @@ def test_new_stream_orders_dependent_work():
     np.testing.assert_allclose(np.array(z), (a_h + 20) * 2, rtol=1e-5)
 
 
+def test_the_gpu_default_stream_is_backed_by_the_library_default_cuda_stream():
+    """Streams are numbered in the order they are first asked for (as MLX's scheduler does),
+    so the GPU's default stream may have any number; it, not its number, picks the CUDA
+    stream, and new streams get their own."""
+    from pycudamlx.backend.cuda import driver
+    from pycudamlx.backend.cuda import stream as cuda_stream
+
+    default = mx.default_stream(mx.gpu)
+    lib_default = cuda_stream.default_stream(driver.get_device(0))
+    assert default.cuda_stream() is lib_default
+    other = mx.new_stream(mx.gpu)
+    assert other.index > default.index and other.cuda_stream() is not lib_default
+    mx.set_default_stream(other)
+    try:
+        assert mx.default_stream(mx.gpu).cuda_stream() is not lib_default
+    finally:
+        mx.set_default_stream(default)
+
+
 def test_with_stream_context_and_synchronize():
     with mx.stream(mx.gpu):
         a = mx.add(mx.array(_rand((17,))), 2.0)
