@@ -1,7 +1,8 @@
 """Reduction, scan, softmax and diff primitives, computed with numpy.
 
 The op functions (pycudamlx/core/reduce.py) check arguments and decide the output dtype; these
-primitives only compute. float16/bfloat16 accumulate in float32 and are cast back, as MLX does.
+primitives only compute. float16/bfloat16 reductions accumulate in float32 and are cast back, as
+MLX does; its CPU scans (cumsum, cumprod, logcumsumexp) keep the running value in the half dtype.
 
 GPU streams: ``eval_gpu`` launches reduce.cu's kernels through backend/cuda/reduce.py (row and
 column reductions with split partials, block scans, fused softmax, bitwise median selection);
@@ -217,6 +218,28 @@ def _identity(op: str, dtype: np.dtype) -> Any:
     return -np.inf if op == "cummax" else np.inf
 
 
+def _half_scan(op: str, x: np.ndarray, axis: int) -> np.ndarray:
+    """MLX's CPU scans float16/bfloat16 sequentially in the half dtype: the running value
+    rounds at every step (a float32 accumulator drifts from it: 0.1 after 300 float16 adds)."""
+    if op == "cumsum":
+        return np.add.accumulate(x, axis=axis, dtype=x.dtype)
+    if op == "cumprod":
+        return np.multiply.accumulate(x, axis=axis, dtype=x.dtype)
+    from ...backend.optable import OPS
+
+    step = OPS["logaddexp"].numpy
+    out = np.empty_like(x)
+    src = np.moveaxis(x, axis, 0)
+    dst = np.moveaxis(out, axis, 0)
+    if src.shape[0]:
+        acc = src[0]
+        dst[0] = acc
+        for i in range(1, src.shape[0]):
+            acc = step(acc, src[i])
+            dst[i] = acc
+    return out
+
+
 class Scan(Primitive):
     """Inclusive/exclusive, forward/reverse scans along one axis (the op functions flatten for
     ``axis=None``)."""
@@ -241,7 +264,9 @@ class Scan(Primitive):
             x = np.flip(x, ax)
         op = self.op
         with np.errstate(all="ignore"):
-            if op == "cumsum":
+            if x.dtype in _HALF and op in ("cumsum", "cumprod", "logcumsumexp"):
+                r = _half_scan(op, x, ax)
+            elif op == "cumsum":
                 acc = dtype.np_dtype if dtype.kind in "iub" else None
                 r = np.cumsum(_work(x), axis=ax, dtype=acc)
             elif op == "cumprod":
