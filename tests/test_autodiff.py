@@ -561,3 +561,21 @@ def test_shared_node_cotangents_add_up_in_mlx_order(dtype):
         g = m.grad(lambda z: group_norm(m, z, T))(X)
         got.append(np.array(g.astype(m.float32)))
     np.testing.assert_array_equal(got[0], got[1])
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_logsumexp_gradient_over_other_axes_is_mlx_composition(dtype):
+    """Over axes other than the last alone MLX's logsumexp is composed of primitives, so its
+    gradient is (ct / sum) * exp(x - max) rounded step by step, not the fused softmax."""
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal((5, 6, 7)) * 3).astype(np.float32)
+    for axes in ((1, 2), (0,), None, (2,)):
+        shape = np.zeros(x.shape).sum(axis=axes).shape
+        c = rng.standard_normal(shape).astype(np.float32)
+        got = []
+        for m in (mx, M):
+            d = getattr(m, dtype)
+            ct = m.array(c).astype(d)
+            g = m.vjp(lambda z: m.logsumexp(z, axis=axes), [m.array(x).astype(d)], [ct])[1][0]
+            got.append(np.array(g.astype(m.float32)))
+        np.testing.assert_array_equal(got[0], got[1], err_msg=str(axes))

@@ -121,6 +121,8 @@ def _count_nonzero(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype,
 
 
 def _logsumexp(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
+    if x.dtype in _HALF and axes != (x.ndim - 1,):
+        return _composed_half_logsumexp(x, axes, keepdims)
     w = _work(x, True)
     if w.dtype.kind == "c":
         return np.log(np.sum(np.exp(w), axis=axes, keepdims=keepdims))
@@ -128,6 +130,21 @@ def _logsumexp(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, para
     m = np.where(np.isfinite(m), m, np.zeros((), w.dtype))
     s = np.log(np.sum(np.exp(w - m), axis=axes, keepdims=True)) + m
     return s if keepdims else np.squeeze(s, axis=axes)
+
+
+def _composed_half_logsumexp(x: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray:
+    """MLX fuses logsumexp over the last axis alone; over other axes it composes max, subtract,
+    exp, sum, log and add, and in float16/bfloat16 each of those rounds to the half dtype."""
+    d = x.dtype
+
+    def rnd(v: np.ndarray) -> np.ndarray:
+        return v.astype(d).astype(_F32)
+
+    m = np.max(x, axis=axes, keepdims=True).astype(_F32)
+    e = rnd(np.exp(rnd(x.astype(_F32) - m)))
+    s = rnd(np.log(rnd(np.sum(e, axis=axes, keepdims=True))))
+    out = np.where(np.isinf(m), m, rnd(s + m))
+    return out if keepdims else np.squeeze(out, axis=axes)
 
 
 def _median(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
