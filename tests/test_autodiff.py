@@ -538,3 +538,70 @@ def test_logaddexp_gradient_is_mlx_sigmoid_form():
     ours = mx.vjp(mx.logaddexp, [mx.array(a), mx.array(b)], [mx.ones(5)])[1]
     theirs = M.vjp(M.logaddexp, [M.array(a), M.array(b)], [M.ones(5)])[1]
     _close(list(ours), list(theirs), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_shared_node_cotangents_add_up_in_mlx_order(dtype):
+    """A node used several times gets its cotangents summed in the order MLX's walk reaches
+    its consumers (inputs first to last); in half dtypes each sum rounds, so another order
+    moved a GroupNorm's gradient (x feeds the centring, the mean and the variance)."""
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((4, 18, 3)).astype(np.float32)
+    t = rng.uniform(size=(4, 18, 3)).astype(np.float32)
+
+    def group_norm(m, z, w):
+        mean = m.mean(z, axis=1, keepdims=True)
+        var = m.var(z, axis=1, keepdims=True)
+        return (((z - mean) * m.rsqrt(var + 1e-5)) * w).sum() + (m.exp(z) * z).sum() * 0.01
+
+    got = []
+    for m in (mx, M):
+        d = getattr(m, dtype)
+        X, T = m.array(x).astype(d), m.array(t).astype(d)
+        g = m.grad(lambda z: group_norm(m, z, T))(X)
+        got.append(np.array(g.astype(m.float32)))
+    np.testing.assert_array_equal(got[0], got[1])
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_logsumexp_gradient_over_other_axes_is_mlx_composition(dtype):
+    """Over axes other than the last alone MLX's logsumexp is composed of primitives, so its
+    gradient is (ct / sum) * exp(x - max) rounded step by step, not the fused softmax."""
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal((5, 6, 7)) * 3).astype(np.float32)
+    for axes in ((1, 2), (0,), None, (2,)):
+        shape = np.zeros(x.shape).sum(axis=axes).shape
+        c = rng.standard_normal(shape).astype(np.float32)
+        got = []
+        for m in (mx, M):
+            d = getattr(m, dtype)
+            ct = m.array(c).astype(d)
+            g = m.vjp(lambda z: m.logsumexp(z, axis=axes), [m.array(x).astype(d)], [ct])[1][0]
+            got.append(np.array(g.astype(m.float32)))
+        np.testing.assert_array_equal(got[0], got[1], err_msg=str(axes))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("mask", [None, "causal", "additive", "bool"])
+def test_half_sdpa_gradients_are_mlx_fallback_on_the_cpu(dtype, mask):
+    """MLX's CPU differentiates its attention fallback in the half dtype (scale, q @ k^T,
+    mask, precise softmax, @ v, each rounding): a float32 recomputation was an ulp off in
+    most elements of dq, dk and dv (grouped-query heads included)."""
+    rng = np.random.default_rng(14)
+    q, c = (rng.standard_normal((2, 4, 7, 8)).astype(np.float32) for _ in range(2))
+    k, v = (rng.standard_normal((2, 2, 9, 8)).astype(np.float32) for _ in range(2))
+    add = rng.standard_normal((7, 9)).astype(np.float32)
+    keep = rng.random((7, 9)) > 0.3
+    keep[:, 0] = True
+    got = []
+    for m in (mx, M):
+        d = getattr(m, dtype)
+        mk = {None: None, "causal": "causal", "additive": m.array(add).astype(d),
+              "bool": m.array(keep)}[mask]
+        args = [m.array(a).astype(d) for a in (q, k, v)]
+        gs = m.vjp(lambda a, b, e: m.fast.scaled_dot_product_attention(a, b, e, scale=0.35,
+                                                                       mask=mk),
+                   args, [m.array(c).astype(d)])[1]
+        got.append([np.array(g.astype(m.float32)) for g in gs])
+    for o, t in zip(*got):
+        np.testing.assert_array_equal(o, t)

@@ -135,7 +135,10 @@ def backward(outputs: Sequence[array], cotangents: Sequence[array], leaves: Sequ
     order: list[_Op] = []
     op_of: dict[int, _Op | None] = {}  # node id -> its op (None: constant or leaf)
     seen: set[int] = set()
-    work: list[tuple[array, bool]] = [(o, False) for o in outputs]
+    # MLX's order: a recursive walk over the outputs and each node's inputs first to last.
+    # The stack pops in reverse, so they are pushed last to first. In float16/bfloat16 the
+    # order in which a shared node's cotangents are summed shows in the rounding.
+    work: list[tuple[array, bool]] = [(o, False) for o in reversed(outputs)]
     pending: dict[int, _Op] = {}
     while work:
         node, expanded = work.pop()
@@ -170,7 +173,7 @@ def backward(outputs: Sequence[array], cotangents: Sequence[array], leaves: Sequ
         op_of[nid] = op
         pending[nid] = op
         work.append((node, True))
-        for i in traverse:
+        for i in reversed(traverse):
             inp = inputs[i]
             if id(inp) not in op_of and id(inp) not in leaf_ids:
                 work.append((inp, False))

@@ -127,6 +127,13 @@ def _rope(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     return [g] + [None] * (len(inputs) - 1)
 
 
+def _on_cpu(x: Any) -> bool:
+    from ..core import device as dev
+
+    stream = x._stream or dev.resolve_stream(None)
+    return stream.device.type == dev.cpu
+
+
 def _sdpa_ref(prim: Any, q: Any, k: Any, v: Any, *extra: Any) -> Any:
     i = 0
     mask = sinks = None
@@ -139,7 +146,11 @@ def _sdpa_ref(prim: Any, q: Any, k: Any, v: Any, *extra: Any) -> Any:
     Hkv, Tk = k.shape[1], k.shape[2]
     rep = Hq // Hkv
     work = mx.float64 if q.dtype is mx.float64 else mx.float32
-    qf = q.astype(work) * prim.scale
+    if q.dtype in (mx.float16, mx.bfloat16) and _on_cpu(q):
+        # MLX's CPU differentiates its fallback, which runs in the half dtype: every matmul,
+        # the mask and the (precise) softmax round there. The GPU keeps float32, as MLX's does.
+        work = q.dtype
+    qf = mx.array(prim.scale, work) * q.astype(work)
     kf, vf = k.astype(work), v.astype(work)
     if rep > 1:
         qf = mx.reshape(qf, (B, Hkv, rep, Tq, D))
@@ -160,7 +171,7 @@ def _sdpa_ref(prim: Any, q: Any, k: Any, v: Any, *extra: Any) -> Any:
     if sinks is not None:
         sk = mx.broadcast_to(mx.reshape(sinks.astype(work), (1, Hq, 1, 1)), (B, Hq, Tq, 1))
         s = mx.concatenate([sk, s], axis=-1)
-    p = mx.softmax(s, axis=-1)
+    p = mx.softmax(s, axis=-1, precise=True)
     if sinks is not None:
         p = p[..., 1:]
     if rep > 1:

@@ -67,7 +67,10 @@ def _reduce(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
         if op == "var":
             return [ctk * centered * (2.0 / n)]
         return [ctk * centered / (outk * n)]
-    if op == "logsumexp":  # MLX's rule: the precise softmax (same rounding in half dtypes)
+    if op == "logsumexp":
+        if x.dtype in (mx.float16, mx.bfloat16) and axes != (x.ndim - 1,):
+            return [_composed_logsumexp_vjp(x, axes, ctk)]
+        # MLX's rule: the precise softmax (same rounding in half dtypes)
         return [ctk * mx.softmax(x, axis=list(axes), precise=True)]
     if op in ("max", "min"):
         # Ties share the cotangent equally (MLX's rule).
@@ -83,6 +86,18 @@ def _reduce(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     if op == "median":
         return [_median(x, axes, ctk)]
     raise ValueError(f"[vjp] Not implemented for {op}.")
+
+
+def _composed_logsumexp_vjp(x: Any, axes: tuple, ctk: Any) -> Any:
+    """MLX fuses logsumexp over the last axis alone; over other axes it is max, subtract, exp,
+    sum, log, add and a where for infinite maxima, and its gradient is theirs chained, each
+    step rounding in a half dtype: (ct / sum) * exp(x - max)."""
+    axes_l = list(axes)
+    m = mx.stop_gradient(mx.max(x, axis=axes_l, keepdims=True))
+    e = mx.exp(x - m)
+    s = mx.sum(e, axis=axes_l, keepdims=True)
+    ct = mx.where(mx.isinf(m), mx.zeros((), ctk.dtype), ctk)
+    return (ct / s) * e
 
 
 def _median(x: Any, axes: tuple, ctk: Any) -> Any:

@@ -179,11 +179,18 @@ def _conv(x: array, w: array, stride: list[int], lo: list[int], hi: list[int],
                 f"of shape {_fmt(w.shape)}.")
         out_sp.append(o)
     out_shape = (n, *out_sp, c_out)
-    x = astype(x, dtype, s)
-    w = astype(w, dtype, s)
     kprod = math.prod(ksz)
     if math.prod(out_shape) == 0 or kprod * c_in == 0:
         return zeros(out_shape, dtype, stream=s)
+    # MLX's CPU convolves float16/bfloat16 with float32 sums rounded once, and so are its
+    # gradients (each one convolution). Composed in the half dtype, the input gradient rounded
+    # twice (the windows' matmul, then their overlap sum): so compute in float32 and round at
+    # the end; the forward value is the same. The GPU keeps its half-precision GEMM.
+    final = dtype
+    if dtype in (dt.float16, dt.bfloat16) and s.device.type == dev.cpu:
+        dtype = dt.float32
+    x = astype(x, dtype, s)
+    w = astype(w, dtype, s)
     if flip:
         w = _flip(w, list(range(1, nd + 1)), stream=s)
     for i in range(nd):
@@ -213,7 +220,7 @@ def _conv(x: array, w: array, stride: list[int], lo: list[int], hi: list[int],
         cols = reshape(win, [groups, rows, kprod * cg], stream=s)
         wm = transpose(reshape(w, [groups, og, kprod * cg], stream=s), [0, 2, 1], stream=s)
         out = transpose(matmul(cols, wm, stream=s), [1, 0, 2], stream=s)
-    return reshape(out, list(out_shape), stream=s)
+    return astype(reshape(out, list(out_shape), stream=s), final, s)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -181,7 +181,7 @@ def generate(m, prompt, n):
 
 
 gen = generate(model2, x[:2, :8], 6)
-print("gen", gen.shape, gen.dtype, [float(t) for t in gen[0].tolist()])
+print("gen", gen.shape, gen.dtype)
 full = mx.concatenate([x[:2, :8], gen], axis=1)
 logits_full, _ = model2(full)
 check = mx.argmax(logits_full[:, 7:-1], axis=-1)

@@ -1,7 +1,8 @@
 """Reduction, scan, softmax and diff primitives, computed with numpy.
 
 The op functions (pycudamlx/core/reduce.py) check arguments and decide the output dtype; these
-primitives only compute. float16/bfloat16 accumulate in float32 and are cast back, as MLX does.
+primitives only compute. float16/bfloat16 reductions accumulate in float32 and are cast back, as
+MLX does; its CPU scans (cumsum, cumprod, logcumsumexp) keep the running value in the half dtype.
 
 GPU streams: ``eval_gpu`` launches reduce.cu's kernels through backend/cuda/reduce.py (row and
 column reductions with split partials, block scans, fused softmax, bitwise median selection);
@@ -120,6 +121,8 @@ def _count_nonzero(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype,
 
 
 def _logsumexp(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
+    if x.dtype in _HALF and axes != (x.ndim - 1,):
+        return _composed_half_logsumexp(x, axes, keepdims)
     w = _work(x, True)
     if w.dtype.kind == "c":
         return np.log(np.sum(np.exp(w), axis=axes, keepdims=keepdims))
@@ -127,6 +130,21 @@ def _logsumexp(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, para
     m = np.where(np.isfinite(m), m, np.zeros((), w.dtype))
     s = np.log(np.sum(np.exp(w - m), axis=axes, keepdims=True)) + m
     return s if keepdims else np.squeeze(s, axis=axes)
+
+
+def _composed_half_logsumexp(x: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray:
+    """MLX fuses logsumexp over the last axis alone; over other axes it composes max, subtract,
+    exp, sum, log and add, and in float16/bfloat16 each of those rounds to the half dtype."""
+    d = x.dtype
+
+    def rnd(v: np.ndarray) -> np.ndarray:
+        return v.astype(d).astype(_F32)
+
+    m = np.max(x, axis=axes, keepdims=True).astype(_F32)
+    e = rnd(np.exp(rnd(x.astype(_F32) - m)))
+    s = rnd(np.log(rnd(np.sum(e, axis=axes, keepdims=True))))
+    out = np.where(np.isinf(m), m, rnd(s + m))
+    return out if keepdims else np.squeeze(out, axis=axes)
 
 
 def _median(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
@@ -217,6 +235,28 @@ def _identity(op: str, dtype: np.dtype) -> Any:
     return -np.inf if op == "cummax" else np.inf
 
 
+def _half_scan(op: str, x: np.ndarray, axis: int) -> np.ndarray:
+    """MLX's CPU scans float16/bfloat16 sequentially in the half dtype: the running value
+    rounds at every step (a float32 accumulator drifts from it: 0.1 after 300 float16 adds)."""
+    if op == "cumsum":
+        return np.add.accumulate(x, axis=axis, dtype=x.dtype)
+    if op == "cumprod":
+        return np.multiply.accumulate(x, axis=axis, dtype=x.dtype)
+    from ...backend.optable import OPS
+
+    step = OPS["logaddexp"].numpy
+    out = np.empty_like(x)
+    src = np.moveaxis(x, axis, 0)
+    dst = np.moveaxis(out, axis, 0)
+    if src.shape[0]:
+        acc = src[0]
+        dst[0] = acc
+        for i in range(1, src.shape[0]):
+            acc = step(acc, src[i])
+            dst[i] = acc
+    return out
+
+
 class Scan(Primitive):
     """Inclusive/exclusive, forward/reverse scans along one axis (the op functions flatten for
     ``axis=None``)."""
@@ -241,7 +281,9 @@ class Scan(Primitive):
             x = np.flip(x, ax)
         op = self.op
         with np.errstate(all="ignore"):
-            if op == "cumsum":
+            if x.dtype in _HALF and op in ("cumsum", "cumprod", "logcumsumexp"):
+                r = _half_scan(op, x, ax)
+            elif op == "cumsum":
                 acc = dtype.np_dtype if dtype.kind in "iub" else None
                 r = np.cumsum(_work(x), axis=ax, dtype=acc)
             elif op == "cumprod":
