@@ -214,6 +214,27 @@ def test_softmax_diff_match_mlx(mlx, dtype):
         _compare(mlx, call, a=a)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_scans_keep_the_running_value_in_the_half_dtype(mlx, dtype):
+    """MLX's CPU scan rounds the running value to float16/bfloat16 at every step: a long
+    bfloat16 cumsum stalls (~1800 addends of ~1 sum to 256, not 1800). Bit for bit."""
+    rng = np.random.default_rng(3)
+    values = rng.uniform(0.5, 1.5, (4, 450)).astype(np.float32)
+
+    def run(m, op, **kw):
+        a = m.array(values).astype(getattr(m, dtype))
+        if op == "cumprod":
+            a = a[:, :40]
+        elif op == "logcumsumexp" and kw.get("axis") == 1:
+            a = -8 * a
+        return np.array(getattr(m, op)(a, **kw).astype(m.float32))
+
+    for op in ("cumsum", "cumprod", "logcumsumexp"):
+        for kw in ({}, {"axis": 1}, {"axis": 0, "reverse": True},
+                   {"axis": 1, "reverse": True, "inclusive": False}, {"axis": 1, "inclusive": False}):
+            np.testing.assert_array_equal(run(mx, op, **kw), run(mlx, op, **kw), err_msg=f"{op} {kw}")
+
+
 def test_cumsum_dtype_argument(mlx):
     for dtype in ("float16", "bool_", "int32"):
         a = _arr(_data(dtype, (9,)), dtype)

@@ -217,6 +217,33 @@ def _identity(op: str, dtype: np.dtype) -> Any:
     return -np.inf if op == "cummax" else np.inf
 
 
+def _half_logaddexp(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """MLX's CPU logaddexp on float16/bfloat16 operands: every step (the difference, exp,
+    log1p, the sum) rounds to the half dtype."""
+    h = a.dtype
+    m = np.maximum(a, b)
+    n = np.minimum(a, b)
+    d = (n.astype(_F32) - m.astype(_F32)).astype(h)
+    e = np.exp(d.astype(_F32)).astype(h)
+    lp = np.log1p(e.astype(_F32)).astype(h)
+    out = (m.astype(_F32) + lp.astype(_F32)).astype(h)
+    return np.where((n == -np.inf) | (m == np.inf), m, out)
+
+
+def _half_scan(op: str, x: np.ndarray, ax: int) -> np.ndarray:
+    """cumsum/cumprod/logcumsumexp of a float16/bfloat16 array with the running value kept in
+    that dtype, as MLX's CPU scan does (a bfloat16 cumsum stalls once the total's spacing
+    exceeds the addends; accumulating in float32 would not)."""
+    if op == "cumsum":
+        return np.add.accumulate(x, axis=ax, dtype=x.dtype)
+    if op == "cumprod":
+        return np.multiply.accumulate(x, axis=ax, dtype=x.dtype)
+    r = np.moveaxis(x, ax, 0).copy()
+    for i in range(1, r.shape[0]):
+        r[i] = _half_logaddexp(r[i - 1], r[i])
+    return np.moveaxis(r, 0, ax)
+
+
 class Scan(Primitive):
     """Inclusive/exclusive, forward/reverse scans along one axis (the op functions flatten for
     ``axis=None``)."""
@@ -241,7 +268,9 @@ class Scan(Primitive):
             x = np.flip(x, ax)
         op = self.op
         with np.errstate(all="ignore"):
-            if op == "cumsum":
+            if x.dtype in _HALF and op != "cummax" and op != "cummin":
+                r = _half_scan(op, x, ax)
+            elif op == "cumsum":
                 acc = dtype.np_dtype if dtype.kind in "iub" else None
                 r = np.cumsum(_work(x), axis=ax, dtype=acc)
             elif op == "cumprod":
