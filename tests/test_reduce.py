@@ -235,6 +235,24 @@ def test_half_scans_keep_the_running_value_in_the_half_dtype(mlx, dtype):
             np.testing.assert_array_equal(run(mx, op, **kw), run(mlx, op, **kw), err_msg=f"{op} {kw}")
 
 
+def test_float32_softmax_and_logsumexp_over_the_last_axis_are_bit_exact(mlx):
+    """MLX's CPU kernels: its own exp, one running float32 sum, then x * (1 / sum) or
+    max + log(sum). Other axes compose exp/sum/divide (close, not bit for bit)."""
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((50, 300)) * 4).astype(np.float32)
+    x[3, :] = -np.inf
+    x[4, 7] = np.inf
+    for call in ("m.softmax(a, -1)", "m.softmax(a, axis=1, precise=True)",
+                 "m.logsumexp(a, -1)", "m.logsumexp(a, 1, keepdims=True)"):
+        ours = np.array(eval(call, {"m": mx, "a": mx.array(x)}))
+        theirs = np.array(eval(call, {"m": mlx, "a": mlx.array(x)}))
+        np.testing.assert_array_equal(ours, theirs, err_msg=call)
+    for call in ("m.softmax(a, 0)", "m.logsumexp(a, 0)", "m.logcumsumexp(a, 1)"):
+        ours = np.array(eval(call, {"m": mx, "a": mx.array(x[5:])}))
+        theirs = np.array(eval(call, {"m": mlx, "a": mlx.array(x[5:])}))
+        np.testing.assert_allclose(ours, theirs, rtol=5e-7, atol=1e-30, err_msg=call)
+
+
 def test_cumsum_dtype_argument(mlx):
     for dtype in ("float16", "bool_", "int32"):
         a = _arr(_data(dtype, (9,)), dtype)

@@ -242,7 +242,7 @@ def _logaddexp(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     hi = _maximum(a, b)
     lo = _minimum(a, b)
     with np.errstate(all="ignore"):
-        out = hi + _log1p(np.exp(lo - hi))
+        out = hi + _log1p(_exp(lo - hi))
     mask = (lo == -np.inf) | (hi == np.inf)
     return np.where(mask, hi, out).astype(a.dtype)
 

@@ -25,6 +25,13 @@ def _cuda():
     return gpu_array, ew, kernels
 
 _F32 = np.dtype(np.float32)
+
+
+def _mlx_exp32(x: np.ndarray) -> np.ndarray:
+    """MLX's CPU float32 exp (see backend/optable.py)."""
+    from ...backend.optable import _exp32
+
+    return _exp32(x)
 _HALF = frozenset((np.dtype(np.float16), dt.bfloat16.np_dtype))
 
 
@@ -125,7 +132,16 @@ def _logsumexp(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, para
         return np.log(np.sum(np.exp(w), axis=axes, keepdims=keepdims))
     m = np.max(w, axis=axes, keepdims=True)
     m = np.where(np.isfinite(m), m, np.zeros((), w.dtype))
-    s = np.log(np.sum(np.exp(w - m), axis=axes, keepdims=True)) + m
+    if w.dtype == _F32:
+        # MLX's CPU: its own exp, and over the last axis alone one running float32 sum
+        e = _mlx_exp32(w - m)
+        if axes == (w.ndim - 1,):
+            total = np.add.accumulate(e, axis=-1, dtype=_F32)[..., -1:]
+        else:
+            total = np.sum(e, axis=axes, keepdims=True)
+        s = np.log(total.astype(np.float64)).astype(_F32) + m
+    else:
+        s = np.log(np.sum(np.exp(w - m), axis=axes, keepdims=True)) + m
     return s if keepdims else np.squeeze(s, axis=axes)
 
 
@@ -230,6 +246,16 @@ def _half_logaddexp(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where((n == -np.inf) | (m == np.inf), m, out)
 
 
+def _f32_logcumsumexp(x: np.ndarray, ax: int) -> np.ndarray:
+    """MLX's CPU scan with its logaddexp (max + log1p(exp(min - max)), its own exp)."""
+    from ...backend.optable import _logaddexp
+
+    r = np.moveaxis(x, ax, 0).copy()
+    for i in range(1, r.shape[0]):
+        r[i] = _logaddexp(r[i - 1], r[i])
+    return np.moveaxis(r, 0, ax)
+
+
 def _half_scan(op: str, x: np.ndarray, ax: int) -> np.ndarray:
     """cumsum/cumprod/logcumsumexp of a float16/bfloat16 array with the running value kept in
     that dtype, as MLX's CPU scan does (a bfloat16 cumsum stalls once the total's spacing
@@ -285,7 +311,8 @@ class Scan(Primitive):
                 if w.dtype.kind == "c":
                     r = np.log(np.cumsum(np.exp(w), axis=ax))
                 else:
-                    r = np.logaddexp.accumulate(w, axis=ax)
+                    r = _f32_logcumsumexp(w, ax) if w.dtype == _F32 else \
+                        np.logaddexp.accumulate(w, axis=ax)
             r = _finish(r, dtype)
             if not self.inclusive and r.shape[ax] > 0:
                 first = [slice(None)] * r.ndim
@@ -327,6 +354,15 @@ class Softmax(Primitive):
             w = _work(x, True)
             if w.dtype.kind != "c" and w.size:
                 w = w - np.max(w, axis=self.axes, keepdims=True)
+            if w.dtype == _F32 and w.size:
+                # MLX's CPU: its own exp; over the last axis alone its fused kernel adds the
+                # exponentials one after the other and multiplies by 1 / sum (bit for bit).
+                e = _mlx_exp32(w)
+                if self.axes == (w.ndim - 1,):
+                    total = np.add.accumulate(e, axis=-1, dtype=_F32)[..., -1:]
+                    return [_finish(e * (np.float32(1) / total), dtype)]
+                r = e / np.sum(e, axis=self.axes, keepdims=True)
+                return [_finish(r, dtype)]
             e = np.exp(w)
             r = e / np.sum(e, axis=self.axes, keepdims=True)
         return [_finish(r, dtype)]
