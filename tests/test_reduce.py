@@ -253,6 +253,22 @@ def test_float32_softmax_and_logsumexp_over_the_last_axis_are_bit_exact(mlx):
         np.testing.assert_allclose(ours, theirs, rtol=5e-7, atol=1e-30, err_msg=call)
 
 
+def test_float_sums_means_and_variances_add_in_mlx_order(mlx):
+    """MLX's CPU adds a reduction over trailing axes with one running sum in the array's dtype
+    (numpy's pairwise sum of 3e5 float32 values differed by 1e-5 relative); var is
+    sum((x - sum * (1/n))^2) times 1/n, or divided by n - ddof. Bit for bit."""
+    rng = np.random.default_rng(9)
+    x = rng.uniform(0, 1, (16, 50, 100)).astype(np.float32)
+    for call in ("a.sum()", "a.sum(-1)", "a.sum((1, 2), keepdims=True)", "a.sum(0)",
+                 "a.mean()", "a.mean(-1)", "a.var()", "a.var(-1, ddof=1)", "a.std((1, 2))",
+                 "a.transpose(2, 1, 0).sum(-1)", "a[:, ::2, 1:].mean(-1)", "m.logsumexp(a)",
+                 "((a - 0.5) ** 2).mean()", "a.astype(m.float64).sum(-1)",
+                 "a.astype(m.float16).sum(-1)"):
+        ours = np.array(eval(call, {"m": mx, "a": mx.array(x)}).astype(mx.float32))
+        theirs = np.array(eval(call, {"m": mlx, "a": mlx.array(x)}).astype(mlx.float32))
+        np.testing.assert_array_equal(ours, theirs, err_msg=call)
+
+
 def test_cumsum_dtype_argument(mlx):
     for dtype in ("float16", "bool_", "int32"):
         a = _arr(_data(dtype, (9,)), dtype)

@@ -58,7 +58,24 @@ def _count(x: np.ndarray, axes: tuple[int, ...]) -> int:
     return n
 
 
+def _float_sum(w: np.ndarray, axes: tuple, keepdims: bool) -> Any:
+    """Sum of a real float array as MLX's CPU adds it: over trailing axes (a contiguous run of
+    memory) one running sum from the first element to the last, in the array's dtype (numpy's
+    pairwise sum of 3e5 float32 values differed from MLX's by 1e-5 relative); over leading or
+    interleaved axes numpy's order, which is MLX's row-by-row accumulation for leading axes."""
+    k = len(axes)
+    if (w.dtype.kind != "f" or k == 0 or w.size == 0
+            or axes != tuple(range(w.ndim - k, w.ndim))):
+        return np.sum(w, axis=axes, keepdims=keepdims)
+    outer = w.shape[:w.ndim - k]
+    flat = np.ascontiguousarray(w).reshape(outer + (-1,))
+    total = np.add.accumulate(flat, axis=-1, dtype=w.dtype)[..., -1]
+    return total.reshape(outer + (1,) * k) if keepdims else total
+
+
 def _sum(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
+    if dtype.kind == "f":
+        return _float_sum(_work(x), axes, keepdims)
     acc = dtype.np_dtype if dtype.kind in "iu" else None
     return np.sum(_work(x), axis=axes, keepdims=keepdims, dtype=acc)
 
@@ -78,7 +95,9 @@ def _mean(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: An
             x.dtype.kind]
         s = np.sum(x, axis=axes, keepdims=keepdims, dtype=acc).astype(_F32)
     else:
-        s = np.sum(_work(x), axis=axes, keepdims=keepdims)
+        w = _work(x)
+        s = _float_sum(w, axes, keepdims) if w.dtype.kind == "f" else \
+            np.sum(w, axis=axes, keepdims=keepdims)
     # MLX multiplies the sum, rounded to the result dtype, by 1/n in that dtype (not a
     # division: float32 results differ by an ulp, float16/bfloat16 ones visibly). The product
     # of two halves is exact in float32, so one rounding of it is the half multiply.
@@ -93,6 +112,16 @@ def _mean(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: An
 def _var(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
     w = _work(x, True)
     n = _count(x, axes)
+    if w.dtype.kind == "f" and x.dtype not in _HALF:
+        # MLX's CPU: mu = sum * (1/n); the squared deviations' sum times 1/n (ddof 0) or
+        # divided by n - ddof; each sum one running sum over trailing axes (bit for bit).
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = np.asarray(np.float64(1.0) / np.float64(n)).astype(w.dtype)
+            d = w - _float_sum(w, axes, True) * inv
+            ss = _float_sum(d * d, axes, keepdims)
+            if param == 0:
+                return ss * inv
+            return ss / np.asarray(max(n - param, 0), dtype=w.dtype)
     m = np.sum(w, axis=axes, keepdims=True) / np.asarray(n, dtype=w.dtype)
     d = w - m
     sq = (d * np.conj(d)).real if d.dtype.kind == "c" else d * d
@@ -134,11 +163,7 @@ def _logsumexp(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, para
     m = np.where(np.isfinite(m), m, np.zeros((), w.dtype))
     if w.dtype == _F32:
         # MLX's CPU: its own exp, and over the last axis alone one running float32 sum
-        e = _mlx_exp32(w - m)
-        if axes == (w.ndim - 1,):
-            total = np.add.accumulate(e, axis=-1, dtype=_F32)[..., -1:]
-        else:
-            total = np.sum(e, axis=axes, keepdims=True)
+        total = _float_sum(_mlx_exp32(w - m), axes, True)
         s = np.log(total.astype(np.float64)).astype(_F32) + m
     else:
         s = np.log(np.sum(np.exp(w - m), axis=axes, keepdims=True)) + m
