@@ -228,6 +228,8 @@ COMPLEX_CASES = [
     ("divide", lambda m, z: (z / (2 + 1j)).real.sum() + (1 / z).imag.sum()),
     ("fft", lambda m, z: m.fft.fft(z).real.sum() + m.abs(m.fft.ifft(z * z)).sum()),
     ("matmul_conj", lambda m, z: m.abs(m.conj(z).reshape(2, 2) @ z.reshape(2, 2)).sum()),
+    # MLX's power rule uses the unconjugated derivative (unlike multiply/divide/exp).
+    ("power", lambda m, z: m.power(z, 2.0).real.sum() + m.power(1.5 + 0.5j, z).imag.sum()),
 ]
 
 

@@ -605,3 +605,15 @@ def test_half_sdpa_gradients_are_mlx_fallback_on_the_cpu(dtype, mask):
         got.append([np.array(g.astype(m.float32)) for g in gs])
     for o, t in zip(*got):
         np.testing.assert_array_equal(o, t)
+
+def test_power_exponent_gradient_is_zero_where_the_power_is_zero():
+    """MLX takes a^b log(a) as 0 where a^b == 0 (0^b, b > 0): no NaN from 0 * log(0)."""
+    base = np.array([0.0, 0.0, 2.0, -1.0, 0.0], np.float32)
+    exp = np.array([1.0, 2.5, 2.0, 2.0, -1.0], np.float32)
+    for dtype in ("float32", "float16"):
+        ours = mx.grad(lambda p: mx.power(mx.array(base).astype(getattr(mx, dtype)), p).sum())(
+            mx.array(exp).astype(getattr(mx, dtype)))
+        theirs = M.grad(lambda p: M.power(M.array(base).astype(getattr(M, dtype)), p).sum())(
+            M.array(exp).astype(getattr(M, dtype)))
+        np.testing.assert_array_equal(np.isnan(_np(ours)), np.isnan(_np(theirs)))
+        _close(ours, theirs, rtol=1e-3, atol=1e-3)

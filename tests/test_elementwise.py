@@ -655,6 +655,33 @@ def test_normal_draws_print_as_mlx_prints_them(mlx):
     want = mlx.random.truncated_normal(-2, 2, (3, 3), key=mlx.random.key(1))
     assert repr(pm.random.truncated_normal(-2, 2, (3, 3), key=pm.random.key(1))) == repr(want)
 
+def test_float32_exp_erf_erfinv_are_mlx_cpu_approximations(mlx):
+    """MLX's CPU computes exp, erf, erfinv, sin and cos with its own float32 approximations
+    (exp: inf above 88 and 0 below -88; erf: Abramowitz-Stegun, erf(0) = -0.0; erfinv: Giles;
+    sin/cos: Cephes). Bit for bit, and sigmoid (built on exp); erfinv and log but for a few
+    glibc logf roundings (at most 1 ulp)."""
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.standard_normal(30000) * 3, rng.standard_normal(3000) * 40,
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 88.5, -88.5, 87.9, -87.9, 1e-30,
+                         1e-4, -1e-4]]).astype(np.float32)
+    u = np.concatenate([rng.uniform(-1, 1, 30000), rng.uniform(-1, 1, 3000) ** 7,
+                        [1.0, -1.0, 0.0, -0.0, 2.0, np.nan, 0.999999]]).astype(np.float32)
+    pos = np.abs(x) + np.float32(1e-30)
+    for op, v in (("exp", x), ("erf", x), ("erfinv", u), ("sin", x * 100), ("cos", x),
+                  ("sigmoid", x), ("log", pos)):
+        ours = np.array(getattr(pm, op)(pm.array(v)))
+        theirs = np.array(getattr(mlx, op)(mlx.array(v)))
+        same = (ours == theirs) | (np.isnan(ours) & np.isnan(theirs))
+        np.testing.assert_array_equal(np.signbit(ours[same]), np.signbit(theirs[same]))
+        if op in ("erfinv", "log"):
+            assert (~same).sum() <= 0.01 * v.size, op
+            np.testing.assert_allclose(ours, theirs, rtol=2.4e-7, atol=0)
+        else:
+            assert same.all(), (op, v[~same][:5], ours[~same][:5], theirs[~same][:5])
+    normal_ours = np.array(pm.random.normal((20000,), key=pm.random.key(3)))
+    normal_theirs = np.array(mlx.random.normal((20000,), key=mlx.random.key(3)))
+    assert (normal_ours != normal_theirs).sum() <= 40
+
 
 @pytest.mark.parametrize("name", ["float16", "bfloat16"])
 def test_half_rsqrt_matches_mlx_for_every_value(mlx, name):

@@ -248,6 +248,61 @@ def test_softmax_diff_match_mlx(mlx, dtype):
         _compare(mlx, call, a=a)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_scans_keep_the_running_value_in_the_half_dtype(mlx, dtype):
+    """MLX's CPU scan rounds the running value to float16/bfloat16 at every step: a long
+    bfloat16 cumsum stalls (~1800 addends of ~1 sum to 256, not 1800). Bit for bit."""
+    rng = np.random.default_rng(3)
+    values = rng.uniform(0.5, 1.5, (4, 450)).astype(np.float32)
+
+    def run(m, op, **kw):
+        a = m.array(values).astype(getattr(m, dtype))
+        if op == "cumprod":
+            a = a[:, :40]
+        elif op == "logcumsumexp" and kw.get("axis") == 1:
+            a = -8 * a
+        return np.array(getattr(m, op)(a, **kw).astype(m.float32))
+
+    for op in ("cumsum", "cumprod", "logcumsumexp"):
+        for kw in ({}, {"axis": 1}, {"axis": 0, "reverse": True},
+                   {"axis": 1, "reverse": True, "inclusive": False}, {"axis": 1, "inclusive": False}):
+            np.testing.assert_array_equal(run(mx, op, **kw), run(mlx, op, **kw), err_msg=f"{op} {kw}")
+
+
+def test_float32_softmax_and_logsumexp_over_the_last_axis_are_bit_exact(mlx):
+    """MLX's CPU kernels: its own exp, one running float32 sum, then x * (1 / sum) or
+    max + log(sum). Other axes compose exp/sum/divide (close, not bit for bit)."""
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((50, 300)) * 4).astype(np.float32)
+    x[3, :] = -np.inf
+    x[4, 7] = np.inf
+    for call in ("m.softmax(a, -1)", "m.softmax(a, axis=1, precise=True)",
+                 "m.logsumexp(a, -1)", "m.logsumexp(a, 1, keepdims=True)"):
+        ours = np.array(eval(call, {"m": mx, "a": mx.array(x)}))
+        theirs = np.array(eval(call, {"m": mlx, "a": mlx.array(x)}))
+        np.testing.assert_array_equal(ours, theirs, err_msg=call)
+    for call in ("m.softmax(a, 0)", "m.logsumexp(a, 0)", "m.logcumsumexp(a, 1)"):
+        ours = np.array(eval(call, {"m": mx, "a": mx.array(x[5:])}))
+        theirs = np.array(eval(call, {"m": mlx, "a": mlx.array(x[5:])}))
+        np.testing.assert_allclose(ours, theirs, rtol=5e-7, atol=1e-30, err_msg=call)
+
+
+def test_float_sums_means_and_variances_add_in_mlx_order(mlx):
+    """MLX's CPU adds a reduction over trailing axes with one running sum in the array's dtype
+    (numpy's pairwise sum of 3e5 float32 values differed by 1e-5 relative); var is
+    sum((x - sum * (1/n))^2) times 1/n, or divided by n - ddof. Bit for bit."""
+    rng = np.random.default_rng(9)
+    x = rng.uniform(0, 1, (16, 50, 100)).astype(np.float32)
+    for call in ("a.sum()", "a.sum(-1)", "a.sum((1, 2), keepdims=True)", "a.sum(0)",
+                 "a.mean()", "a.mean(-1)", "a.var()", "a.var(-1, ddof=1)", "a.std((1, 2))",
+                 "a.transpose(2, 1, 0).sum(-1)", "a[:, ::2, 1:].mean(-1)", "m.logsumexp(a)",
+                 "((a - 0.5) ** 2).mean()", "a.astype(m.float64).sum(-1)",
+                 "a.astype(m.float16).sum(-1)"):
+        ours = np.array(eval(call, {"m": mx, "a": mx.array(x)}).astype(mx.float32))
+        theirs = np.array(eval(call, {"m": mlx, "a": mlx.array(x)}).astype(mlx.float32))
+        np.testing.assert_array_equal(ours, theirs, err_msg=call)
+
+
 def test_cumsum_dtype_argument(mlx):
     for dtype in ("float16", "bool_", "int32"):
         a = _arr(_data(dtype, (9,)), dtype)

@@ -446,12 +446,17 @@ def _data(dtype: str, shape, seed=0) -> np.ndarray:
     return v.astype(dtype)
 
 
-def _gpu_scan_ref(prim: R.Scan, v: np.ndarray, shape, d: dt.Dtype) -> np.ndarray:
-    """What the scan kernels compute: halves accumulate in float32 and round once, as MLX's
-    GPU does (the CPU backend rounds the running value at every step, as MLX's CPU does)."""
-    if d.name in ("float16", "bfloat16") and v.dtype in (np.float16, ml_dtypes.bfloat16):
-        wide = prim.eval_cpu([v.astype(np.float32)], [(shape, dt.float32)])[0]
-        return R._finish(wide, d)
+def _gpu_reference(prim, v: np.ndarray, shape, d) -> np.ndarray:
+    """What the GPU kernels compute: float results of float32/integer inputs in float64 and
+    rounded (the CPU backend adds in MLX's CPU order: one running float32 sum), half scans
+    with a float32 running value (the CPU keeps it in the half dtype, as MLX's CPU)."""
+    half = v.dtype.kind == "f" and v.dtype.itemsize == 2
+    if isinstance(prim, R.Reduce) and d.kind == "f" and v.dtype.kind in "biuf" and not half:
+        return prim.eval_cpu([v.astype(np.float64)], [(shape, dt.float64)])[0].astype(
+            d.np_dtype)
+    if isinstance(prim, R.Scan) and half:
+        return prim.eval_cpu([v.astype(np.float32)], [(shape, dt.float32)])[0].astype(
+            d.np_dtype)
     return prim.eval_cpu([v], [(shape, d)])[0]
 
 
@@ -501,7 +506,7 @@ def test_reductions_through_the_launchers(fake, dtype):
                 d = _reduce_dtype(op, x.dtype, axes)
                 prim = R.Reduce(op, axes, False, 1 if op in ("var", "std") else None)
                 oshape = tuple(e for i, e in enumerate(shape) if i not in axes)
-                ref = prim.eval_cpu([v], [(oshape, d)])[0]
+                ref = _gpu_reference(prim, v, oshape, d)
                 out = fake.empty(oshape, d, fake.stream)
                 K.reduce(op, x, axes, out, fake.stream, ddof=1 if op in ("var", "std") else 0)
                 _check(fake.heap.read(out), ref, (op, dtype, shape, axes, view))
@@ -546,7 +551,7 @@ def test_arg_scan_softmax_diff_through_the_launchers(fake, dtype):
                         if op == "logcumsumexp" and d.kind not in "fc":
                             d = dt.float32
                         prim = R.Scan(op, axis, reverse, inclusive)
-                        ref = _gpu_scan_ref(prim, v, shape, d)
+                        ref = _gpu_reference(prim, v, shape, d)
                         out = fake.empty(shape, d, fake.stream)
                         K.scan(op, x, axis, reverse, inclusive, out, fake.stream)
                         _check(fake.heap.read(out), ref, (op, shape, axis, view))
@@ -577,7 +582,7 @@ def test_long_rows_scan_in_three_phases(fake, dtype):
             continue
         for reverse, inclusive in ((False, True), (True, False), (True, True)):
             prim = R.Scan(op, 1, reverse, inclusive)
-            ref = _gpu_scan_ref(prim, v, v.shape, x.dtype)
+            ref = _gpu_reference(prim, v, v.shape, x.dtype)
             out = fake.empty(v.shape, x.dtype, fake.stream)
             fake.launches.clear()
             K.scan(op, x, 1, reverse, inclusive, out, fake.stream)

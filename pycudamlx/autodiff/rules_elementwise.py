@@ -114,8 +114,10 @@ def _minimum(a: Any, b: Any, o: Any, c: Any, w: list) -> tuple:
 
 
 def _power(a: Any, b: Any, o: Any, c: Any, w: list) -> tuple:
+    # d(a^b)/db = a^b log(a), taken as 0 where a^b is 0 (MLX: 0 * log 0 -> 0, so a zero base
+    # with a positive exponent has a zero, not NaN, exponent gradient).
     return (c * (b * mx.power(a, b - 1)) if w[0] else None,
-            c * (o * mx.log(a)) if w[1] else None)
+            c * mx.where(o, o * mx.log(a), _zero(o)) if w[1] else None)
 
 
 def _arctan2(a: Any, b: Any, o: Any, c: Any, w: list) -> tuple:
@@ -156,7 +158,8 @@ def _binary(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     fn = _BINARY.get(prim.name)
     if fn is None:
         raise ValueError(f"[vjp] Not implemented for {prim.name}.")
-    if out.dtype is mx.complex64:
+    if out.dtype is mx.complex64 and prim.name != "power":
+        # MLX's power rule multiplies by the plain (unconjugated) derivative for complex inputs.
         return [None if g is None else mx.conjugate(g)
                 for g in fn(inputs[0], inputs[1], out, mx.conjugate(ct), wanted)]
     return list(fn(inputs[0], inputs[1], out, ct, wanted))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import ml_dtypes
 import numpy as np
@@ -169,9 +169,12 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     d = x.dtype
     if d == _F16 or d == _BF16:
         # MLX's CPU: exp(|x|) rounds to the half dtype, the rest runs in float32 (1.0f / ...)
-        e = np.exp(np.abs(x.astype(np.float32))).astype(d).astype(np.float32)
+        e = _exp32(np.abs(x.astype(np.float32))).astype(d).astype(np.float32)
         y = np.float32(1) / (np.float32(1) + e)
         return np.where(x < 0, y, np.float32(1) - y).astype(d)
+    if d == np.float32:  # MLX's exp approximation, so bit for bit with MLX's CPU
+        y = np.float32(1) / (np.float32(1) + _exp32(np.abs(x)))
+        return np.where(x < 0, y, np.float32(1) - y)
     y = 1 / (1 + np.exp(np.abs(x)))
     return np.where(x < 0, y, 1 - y).astype(d)
 
@@ -251,7 +254,7 @@ def _logaddexp(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             h = hi.astype(f32)
             out = h + rnd(np.log1p(rnd(np.exp(rnd(lo.astype(f32) - h)))))
         else:
-            out = hi + _log1p(np.exp(lo - hi))
+            out = hi + _log1p(_exp(lo - hi))
     mask = (lo == -np.inf) | (hi == np.inf)
     return np.where(mask, hi, out).astype(a.dtype)
 
@@ -299,86 +302,145 @@ def _equal_nan(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return eq
 
 
-# erf and erfinv: numpy has neither. MLX's CPU computes both (and the exp inside erf) in
-# float32 with its own approximations; these repeat them step for step, so that values match
-# bit for bit (mx.random.normal draws print the same digits, gelu agrees exactly).
+# MLX's CPU float32 approximations, repeated step for step so that values match bit for bit:
+# exp, sin/cos, and erf/erfinv (numpy has neither; MLX evaluates them in float32 for every
+# floating dtype), so mx.random.normal draws print MLX's digits and gelu agrees exactly.
 
-def _fma32(a: np.ndarray, b: np.ndarray, c: float) -> np.ndarray:
-    """float32 fused multiply-add: the float64 product of two float32 values is exact."""
-    return (a.astype(np.float64) * b + c).astype(np.float32)
-
-
-_EXP2_POLY = (1.535336188319500e-4, 1.339887440266574e-3, 9.618437357674640e-3,
-              5.550332471162809e-2, 2.402264791363012e-1, 6.931472028550421e-1, 1.0)
+def _fma32(a: Any, b: Any, c: Any) -> np.ndarray:
+    """float32 fma: the product of two float32 values is exact in float64, so one float64
+    add rounded to float32 is the fused result (but for double-rounding ties, ~2^-29)."""
+    return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + np.asarray(c, np.float64)
+            ).astype(np.float32)
 
 
-def _exp_mlx32(x: np.ndarray) -> np.ndarray:
-    """MLX's CPU float32 exp (2**round(x*log2 e) times a degree-6 polynomial of the rest;
-    inf above 88, 0 below -88), step for step."""
+_EXP_POLY = tuple(np.float32(c) for c in (
+    1.535336188319500e-4, 1.339887440266574e-3, 9.618437357674640e-3, 5.550332471162809e-2,
+    2.402264791363012e-1, 6.931472028550421e-1, 1.0))
+
+
+def _exp32(x: np.ndarray) -> np.ndarray:
+    """MLX's CPU exp for float32 (bit for bit): 2^round(x log2 e) times a degree-6 polynomial in
+    the fraction, inf above 88 and 0 below -88 (MLX's cutoffs, not float32's)."""
     with np.errstate(all="ignore"):
         y = x * np.float32(1.442695)
-        whole = np.floor(y + np.float32(0.5))
-        frac = (y - whole).astype(np.float64)
-        p = np.full_like(x, _EXP2_POLY[0])
-        for c in _EXP2_POLY[1:]:
-            p = _fma32(p, frac, np.float32(c))
-        k = np.where(np.isfinite(whole), whole, 0).astype(np.int64)
-        scale = ((k + 127) << 23).astype(np.uint32).view(np.float32)
-        out = np.where(np.isnan(x), x, scale * p)
-        out = np.where(x > 88.0, np.float32(np.inf), out)
-        return np.where(x < -88.0, np.float32(0.0), out)
+        ipart = np.floor(y + np.float32(0.5))
+        fpart = y - ipart
+        p = np.full(x.shape, _EXP_POLY[0], np.float32)
+        for c in _EXP_POLY[1:]:
+            p = _fma32(p, fpart, c)
+        e = np.clip(ipart, -127, 128).astype(np.int32)
+        r = ((e + 127).astype(np.uint32) << np.uint32(23)).view(np.float32) * p
+        r = np.where(np.isnan(x), x, r)
+        r = np.where(x > np.float32(88.0), np.float32(np.inf), r)
+        return np.where(x < np.float32(-88.0), np.float32(0.0), r).astype(np.float32)
 
 
-# Abramowitz & Stegun 7.1.26, MLX's CPU erf (1.5e-7 absolute error).
-_ERF_AS = (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)
+def _sincos32(v: np.ndarray, sine: bool) -> np.ndarray:
+    """MLX's CPU sin/cos for float32 (Cephes' sinf/cosf, bit for bit): reduce by multiples of
+    pi/4 in three fma steps, then one of two polynomials; |x| > 2^23 goes to libm (here the
+    correctly rounded double result, as glibc's sinf/cosf nearly always are)."""
+    f32 = np.float32
+    with np.errstate(all="ignore"):
+        x = np.abs(v)
+        big = ~(x <= f32(8388608.0))
+        x = np.where(big, f32(0.0), x)
+        quad = (x * f32(1.27323954473516)).astype(np.uint32)
+        quad = (quad + np.uint32(1)) & ~np.uint32(1)
+        y = quad.astype(f32)
+        for c in (-0.78515625, -2.4187564849853515625e-4, -3.77489497744594108e-8):
+            x = _fma32(y, f32(c), x)
+        z = x * x
+        y1 = _fma32(z, f32(2.443315711809948e-5), f32(-1.388731625493765e-3))
+        y2 = _fma32(z, f32(-1.9515295891e-4), f32(8.3321608736e-3))
+        y1 = _fma32(y1, z, f32(4.166664568298827e-2))
+        y2 = _fma32(y2, z, f32(-1.6666654611e-1))
+        y1 = y1 * z * z
+        y2 = _fma32(x, y2 * z, x)
+        y1 = _fma32(z, f32(-0.5), y1) + f32(1.0)
+        second = (quad & np.uint32(2)) != 0
+        if sine:
+            r = np.where(second, y1, y2)
+            r = np.where((v < 0) ^ ((quad & np.uint32(4)) != 0), -r, r)
+            libm = np.sin(v.astype(np.float64)).astype(f32)
+        else:
+            r = np.where(second, y2, y1)
+            r = np.where(((quad - np.uint32(2)) & np.uint32(4)) != 0, r, -r)
+            libm = np.cos(v.astype(np.float64)).astype(f32)
+        r = np.where(big, libm, r)
+        return np.where(np.isnan(v), v, r)
+
+
+def _sin(a: np.ndarray) -> np.ndarray:
+    return _sincos32(a, True) if a.dtype == np.float32 else np.sin(a)
+
+
+def _cos(a: np.ndarray) -> np.ndarray:
+    return _sincos32(a, False) if a.dtype == np.float32 else np.cos(a)
+
+
+def _log(a: np.ndarray) -> np.ndarray:
+    """float32 log correctly rounded (through float64), as glibc's logf that MLX's CPU calls
+    is but for ~0.5% of inputs; numpy's own float32 log differs from it in ~20%."""
+    if a.dtype == np.float32:
+        with np.errstate(all="ignore"):
+            return np.log(a.astype(np.float64)).astype(np.float32)
+    return np.log(a)
+
+
+def _exp(a: np.ndarray) -> np.ndarray:
+    return _exp32(a) if a.dtype == np.float32 else np.exp(a)
 
 
 def _erf32(x: np.ndarray) -> np.ndarray:
-    """MLX's CPU erf in float32, step for step (erf(0) is -0.0 there too)."""
+    """MLX's CPU erf for float32 (bit for bit): Abramowitz-Stegun 7.1.26 with MLX's exp, error
+    up to ~1e-7 absolute (so erf(1e-4) is off by ~1e-3 relative, and erf(0) is -0.0)."""
     with np.errstate(all="ignore"):
-        t = np.float32(1.0) / _fma32(np.full_like(x, 0.3275911), np.abs(x).astype(np.float64),
-                                     1.0)
-        t64 = t.astype(np.float64)
-        r = np.full_like(x, _ERF_AS[0])
-        for c in _ERF_AS[1:]:
-            r = _fma32(r, t64, np.float32(c))
-        e = -_exp_mlx32(-x * x)
-        result = _fma32(e * t, r.astype(np.float64), 1.0)
-        return np.where(x > 0, result, -result)
+        t = np.float32(1.0) / _fma32(np.float32(0.3275911), np.abs(x), np.float32(1.0))
+        r = _fma32(np.float32(1.061405429), t, np.float32(-1.453152027))
+        for c in (1.421413741, -0.284496736, 0.254829592):
+            r = _fma32(r, t, np.float32(c))
+        e = -_exp32((-x) * x)
+        res = _fma32(e * t, r, np.float32(1.0))
+        return np.where(x > 0, res, -res)
 
 
 def _erf(a: np.ndarray) -> np.ndarray:
-    # MLX evaluates every floating type (float64 included) in float32.
+    # MLX evaluates every floating type (float64 and the halves included) in float32.
     return _erf32(a.astype(np.float32)).astype(a.dtype)
 
 
-# MLX's CPU erfinv (Giles' single-precision approximation, ~2.4 ulp): a float32 polynomial in
-# t = log(1 - a*a), one set of coefficients for the tails (|t| > 6.125) and one for the body.
-_ERFINV_TAIL = (3.03697567e-10, 2.93243101e-8, 1.22150334e-6, 2.84108955e-5, 3.93552968e-4,
-                3.02698812e-3, 4.83185798e-3, -2.64646143e-1, 8.40016484e-1)
-_ERFINV_BODY = (5.43877832e-9, 1.43285448e-7, 1.22774793e-6, 1.12963626e-7, -5.61530760e-5,
-                -1.47697632e-4, 2.31468678e-3, 1.15392581e-2, -2.32015476e-1, 8.86226892e-1)
+# MLX's CPU erfinv (M. Giles' single-precision approximation, ~2.4 ulp): t = log(1 - a^2),
+# then a * p(t) with one of two degree-8/9 polynomials in fma steps. Each fma is emulated in
+# float64 (the float32 product is exact there) and rounded to float32, the log correctly
+# rounded: bit-exact with MLX's CPU but for ~3e-4 of inputs (glibc's logf is not always
+# correctly rounded), and ~20x faster than refining to float64 precision.
+_ERFINV_BIG = tuple(np.float32(c) for c in (
+    3.03697567e-10, 2.93243101e-8, 1.22150334e-6, 2.84108955e-5, 3.93552968e-4,
+    3.02698812e-3, 4.83185798e-3, -2.64646143e-1, 8.40016484e-1))
+_ERFINV_SMALL = tuple(np.float32(c) for c in (
+    5.43877832e-9, 1.43285448e-7, 1.22774793e-6, 1.12963626e-7, -5.61530760e-5,
+    -1.47697632e-4, 2.31468678e-3, 1.15392581e-2, -2.32015476e-1, 8.86226892e-1))
+
+
+def _fma_poly32(coeffs: tuple, t: np.ndarray, t64: np.ndarray) -> np.ndarray:
+    p = np.full(t.shape, coeffs[0], np.float32)
+    for c in coeffs[1:]:
+        p = (p.astype(np.float64) * t64 + np.float64(c)).astype(np.float32)
+    return p
 
 
 def _erfinv32(a: np.ndarray) -> np.ndarray:
-    """MLX's CPU erfinv, step for step in float32, so that mx.random.normal draws print as
-    MLX's do. The log is rounded correctly where MLX calls glibc's logf (0.8 ulp): the two
-    disagree on about 0.04% of the results, by one ulp."""
+    a64 = a.astype(np.float64)
     with np.errstate(all="ignore"):
-        t = _fma32(a, -a.astype(np.float64), 1.0)
-        t = np.log(t.astype(np.float64)).astype(np.float32)
+        t = np.log((1.0 - a64 * a64).astype(np.float32).astype(np.float64)).astype(np.float32)
         t64 = t.astype(np.float64)
-        tail = np.full_like(t, _ERFINV_TAIL[0])
-        for c in _ERFINV_TAIL[1:]:
-            tail = _fma32(tail, t64, np.float32(c))
-        body = np.full_like(t, _ERFINV_BODY[0])
-        for c in _ERFINV_BODY[1:]:
-            body = _fma32(body, t64, np.float32(c))
-        return a * np.where(np.abs(t) > np.float32(6.125), tail, body)
+        p = np.where(np.abs(t) > np.float32(6.125), _fma_poly32(_ERFINV_BIG, t, t64),
+                     _fma_poly32(_ERFINV_SMALL, t, t64))
+        return a * p
 
 
 def _erfinv(a: np.ndarray) -> np.ndarray:
-    # MLX evaluates every floating type (float64 included) in float32.
+    # MLX evaluates every floating type (float64 and the halves included) in float32.
     return _erfinv32(a.astype(np.float32)).astype(a.dtype)
 
 
@@ -423,9 +485,9 @@ _op("isneginf", 1, _isneginf, "pcm_isneginf(a)", result="bool")
 
 # Transcendental functions: bool and integers become float32 first (MLX's at_least_float).
 for _name, _np_fn, _families in (
-    ("sqrt", np.sqrt, "fc"), ("exp", np.exp, "fc"), ("expm1", np.expm1, "f"),
-    ("log", np.log, "fc"), ("log2", np.log2, "fc"), ("log10", np.log10, "fc"),
-    ("log1p", _log1p, "fc"), ("sin", np.sin, "fc"), ("cos", np.cos, "fc"),
+    ("sqrt", np.sqrt, "fc"), ("exp", _exp, "fc"), ("expm1", np.expm1, "f"),
+    ("log", _log, "fc"), ("log2", np.log2, "fc"), ("log10", np.log10, "fc"),
+    ("log1p", _log1p, "fc"), ("sin", _sin, "fc"), ("cos", _cos, "fc"),
     ("tan", np.tan, "fc"), ("sinh", np.sinh, "fc"), ("cosh", np.cosh, "fc"),
     ("tanh", np.tanh, "fc"), ("arcsin", np.arcsin, "fc"), ("arccos", np.arccos, "fc"),
     ("arctan", np.arctan, "fc"), ("arcsinh", np.arcsinh, "fc"), ("arccosh", np.arccosh, "fc"),

@@ -2,8 +2,9 @@
 
 Every sampler is MLX's composition over ``bits`` (threefry2x32, see graph/primitives/random.py),
 so a seeded script gives MLX's numbers on the CPU and on the GPU: uniform, randint, bernoulli and
-permutation bit for bit; normal and the samplers built on erfinv/log/erf within a few ulps (our
-transcendental functions round differently from MLX's approximations). The global key behaves as
+permutation bit for bit; normal and truncated_normal nearly so on the CPU (MLX's erf/erfinv
+approximations, see backend/optable.py), the samplers built on log/log1p and the GPU within a few
+ulps. The global key behaves as
 MLX's: ``seed(s)`` sets it to ``key(s)``, and each op without ``key=`` splits it, keeps the first
 half and draws with the second. Uniform draws with scalar bounds run as one fused kernel.
 """

@@ -26,6 +26,13 @@ def _cuda():
     return gpu_array, ew, kernels
 
 _F32 = np.dtype(np.float32)
+
+
+def _mlx_exp32(x: np.ndarray) -> np.ndarray:
+    """MLX's CPU float32 exp (see backend/optable.py)."""
+    from ...backend.optable import _exp32
+
+    return _exp32(x)
 _HALF = frozenset((np.dtype(np.float16), dt.bfloat16.np_dtype))
 
 
@@ -52,7 +59,24 @@ def _count(x: np.ndarray, axes: tuple[int, ...]) -> int:
     return n
 
 
+def _float_sum(w: np.ndarray, axes: tuple, keepdims: bool) -> Any:
+    """Sum of a real float array as MLX's CPU adds it: over trailing axes (a contiguous run of
+    memory) one running sum from the first element to the last, in the array's dtype (numpy's
+    pairwise sum of 3e5 float32 values differed from MLX's by 1e-5 relative); over leading or
+    interleaved axes numpy's order, which is MLX's row-by-row accumulation for leading axes."""
+    k = len(axes)
+    if (w.dtype.kind != "f" or k == 0 or w.size == 0
+            or axes != tuple(range(w.ndim - k, w.ndim))):
+        return np.sum(w, axis=axes, keepdims=keepdims)
+    outer = w.shape[:w.ndim - k]
+    flat = np.ascontiguousarray(w).reshape(outer + (-1,))
+    total = np.add.accumulate(flat, axis=-1, dtype=w.dtype)[..., -1]
+    return total.reshape(outer + (1,) * k) if keepdims else total
+
+
 def _sum(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
+    if dtype.kind == "f":
+        return _float_sum(_work(x), axes, keepdims)
     acc = dtype.np_dtype if dtype.kind in "iu" else None
     return np.sum(_work(x), axis=axes, keepdims=keepdims, dtype=acc)
 
@@ -72,7 +96,9 @@ def _mean(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: An
             x.dtype.kind]
         s = np.sum(x, axis=axes, keepdims=keepdims, dtype=acc).astype(_F32)
     else:
-        s = np.sum(_work(x), axis=axes, keepdims=keepdims)
+        w = _work(x)
+        s = _float_sum(w, axes, keepdims) if w.dtype.kind == "f" else \
+            np.sum(w, axis=axes, keepdims=keepdims)
     # MLX multiplies the sum, rounded to the result dtype, by 1/n in that dtype (not a
     # division: float32 results differ by an ulp, float16/bfloat16 ones visibly). The product
     # of two halves is exact in float32, so one rounding of it is the half multiply.
@@ -87,6 +113,16 @@ def _mean(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: An
 def _var(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, param: Any) -> Any:
     w = _work(x, True)
     n = _count(x, axes)
+    if w.dtype.kind == "f" and x.dtype not in _HALF:
+        # MLX's CPU: mu = sum * (1/n); the squared deviations' sum times 1/n (ddof 0) or
+        # divided by n - ddof; each sum one running sum over trailing axes (bit for bit).
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = np.asarray(np.float64(1.0) / np.float64(n)).astype(w.dtype)
+            d = w - _float_sum(w, axes, True) * inv
+            ss = _float_sum(d * d, axes, keepdims)
+            if param == 0:
+                return ss * inv
+            return ss / np.asarray(max(n - param, 0), dtype=w.dtype)
     m = np.sum(w, axis=axes, keepdims=True) / np.asarray(n, dtype=w.dtype)
     d = w - m
     sq = (d * np.conj(d)).real if d.dtype.kind == "c" else d * d
@@ -128,7 +164,12 @@ def _logsumexp(x: np.ndarray, axes: tuple, keepdims: bool, dtype: dt.Dtype, para
         return np.log(np.sum(np.exp(w), axis=axes, keepdims=keepdims))
     m = np.max(w, axis=axes, keepdims=True)
     m = np.where(np.isfinite(m), m, np.zeros((), w.dtype))
-    s = np.log(np.sum(np.exp(w - m), axis=axes, keepdims=True)) + m
+    if w.dtype == _F32:
+        # MLX's CPU: its own exp, and over the last axis alone one running float32 sum
+        total = _float_sum(_mlx_exp32(w - m), axes, True)
+        s = np.log(total.astype(np.float64)).astype(_F32) + m
+    else:
+        s = np.log(np.sum(np.exp(w - m), axis=axes, keepdims=True)) + m
     return s if keepdims else np.squeeze(s, axis=axes)
 
 
@@ -235,26 +276,41 @@ def _identity(op: str, dtype: np.dtype) -> Any:
     return -np.inf if op == "cummax" else np.inf
 
 
-def _half_scan(op: str, x: np.ndarray, axis: int) -> np.ndarray:
-    """MLX's CPU scans float16/bfloat16 sequentially in the half dtype: the running value
-    rounds at every step (a float32 accumulator drifts from it: 0.1 after 300 float16 adds)."""
-    if op == "cumsum":
-        return np.add.accumulate(x, axis=axis, dtype=x.dtype)
-    if op == "cumprod":
-        return np.multiply.accumulate(x, axis=axis, dtype=x.dtype)
-    from ...backend.optable import OPS
+def _half_logaddexp(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """MLX's CPU logaddexp on float16/bfloat16 operands: every step (the difference, exp,
+    log1p, the sum) rounds to the half dtype."""
+    h = a.dtype
+    m = np.maximum(a, b)
+    n = np.minimum(a, b)
+    d = (n.astype(_F32) - m.astype(_F32)).astype(h)
+    e = np.exp(d.astype(_F32)).astype(h)
+    lp = np.log1p(e.astype(_F32)).astype(h)
+    out = (m.astype(_F32) + lp.astype(_F32)).astype(h)
+    return np.where((n == -np.inf) | (m == np.inf), m, out)
 
-    step = OPS["logaddexp"].numpy
-    out = np.empty_like(x)
-    src = np.moveaxis(x, axis, 0)
-    dst = np.moveaxis(out, axis, 0)
-    if src.shape[0]:
-        acc = src[0]
-        dst[0] = acc
-        for i in range(1, src.shape[0]):
-            acc = step(acc, src[i])
-            dst[i] = acc
-    return out
+
+def _f32_logcumsumexp(x: np.ndarray, ax: int) -> np.ndarray:
+    """MLX's CPU scan with its logaddexp (max + log1p(exp(min - max)), its own exp)."""
+    from ...backend.optable import _logaddexp
+
+    r = np.moveaxis(x, ax, 0).copy()
+    for i in range(1, r.shape[0]):
+        r[i] = _logaddexp(r[i - 1], r[i])
+    return np.moveaxis(r, 0, ax)
+
+
+def _half_scan(op: str, x: np.ndarray, ax: int) -> np.ndarray:
+    """cumsum/cumprod/logcumsumexp of a float16/bfloat16 array with the running value kept in
+    that dtype, as MLX's CPU scan does (a bfloat16 cumsum stalls once the total's spacing
+    exceeds the addends; accumulating in float32 would not)."""
+    if op == "cumsum":
+        return np.add.accumulate(x, axis=ax, dtype=x.dtype)
+    if op == "cumprod":
+        return np.multiply.accumulate(x, axis=ax, dtype=x.dtype)
+    r = np.moveaxis(x, ax, 0).copy()
+    for i in range(1, r.shape[0]):
+        r[i] = _half_logaddexp(r[i - 1], r[i])
+    return np.moveaxis(r, 0, ax)
 
 
 class Scan(Primitive):
@@ -281,7 +337,7 @@ class Scan(Primitive):
             x = np.flip(x, ax)
         op = self.op
         with np.errstate(all="ignore"):
-            if x.dtype in _HALF and op in ("cumsum", "cumprod", "logcumsumexp"):
+            if x.dtype in _HALF and op != "cummax" and op != "cummin":
                 r = _half_scan(op, x, ax)
             elif op == "cumsum":
                 acc = dtype.np_dtype if dtype.kind in "iub" else None
@@ -298,7 +354,8 @@ class Scan(Primitive):
                 if w.dtype.kind == "c":
                     r = np.log(np.cumsum(np.exp(w), axis=ax))
                 else:
-                    r = np.logaddexp.accumulate(w, axis=ax)
+                    r = _f32_logcumsumexp(w, ax) if w.dtype == _F32 else \
+                        np.logaddexp.accumulate(w, axis=ax)
             r = _finish(r, dtype)
             if not self.inclusive and r.shape[ax] > 0:
                 first = [slice(None)] * r.ndim
@@ -340,6 +397,15 @@ class Softmax(Primitive):
             w = _work(x, True)
             if w.dtype.kind != "c" and w.size:
                 w = w - np.max(w, axis=self.axes, keepdims=True)
+            if w.dtype == _F32 and w.size:
+                # MLX's CPU: its own exp; over the last axis alone its fused kernel adds the
+                # exponentials one after the other and multiplies by 1 / sum (bit for bit).
+                e = _mlx_exp32(w)
+                if self.axes == (w.ndim - 1,):
+                    total = np.add.accumulate(e, axis=-1, dtype=_F32)[..., -1:]
+                    return [_finish(e * (np.float32(1) / total), dtype)]
+                r = e / np.sum(e, axis=self.axes, keepdims=True)
+                return [_finish(r, dtype)]
             e = np.exp(w)
             r = e / np.sum(e, axis=self.axes, keepdims=True)
         return [_finish(r, dtype)]
