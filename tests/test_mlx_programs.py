@@ -5,7 +5,8 @@ a small model (value_and_grad, optimizers and schedules, mx.compile with capture
 clip_grad_norm, vmap). Its `.expected` file holds what real MLX 0.32.4 (CPU build) printed; a
 test re-checks that against MLX where MLX is installed. pycudamlx runs each script through the
 import hook in a subprocess; every printed number must agree: to 1e-4 on the CPU, and to 2e-3
-on the GPU (TF32 off; other summation orders).
+on the GPU (TF32 off; other summation orders). A program with a "# compare: text" line must print
+MLX's text exactly on the CPU (error messages, reprs).
 """
 
 from __future__ import annotations
@@ -62,9 +63,19 @@ def test_expected_output_is_what_mlx_prints(program):
     _compare(_run([sys.executable, str(program)], None), _expected(program), 1e-6)
 
 
+def _text_compared(program: Path) -> bool:
+    """A program with a "# compare: text" line (error messages, reprs) must print exactly
+    what MLX printed."""
+    return re.search(r"^# compare: text$", program.read_text(), re.M) is not None
+
+
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.stem)
 def test_program_matches_mlx_on_the_cpu(program):
-    _compare(_ours(program, "cpu"), _expected(program), 1e-4)
+    got = _ours(program, "cpu")
+    if _text_compared(program):
+        assert got == _expected(program)
+    else:
+        _compare(got, _expected(program), 1e-4)
 
 
 @pytest.mark.gpu
