@@ -331,6 +331,11 @@ ERRORS = [
     lambda m, x: m.grad(lambda x: m.put_along_axis(x, m.argsort(x)[:1], m.array(0.0),
                                                    axis=0).sum())(x),
     lambda m, x: m.grad(lambda x: x.at[m.argmax(x)].add(1.0).sum())(x),
+    # differentiated arguments that hold no array (a module without trainable parameters)
+    lambda m, x: m.grad(lambda p, x: x.sum())({}, x),
+    lambda m, x: m.value_and_grad(lambda p: m.array(1.0))([]),
+    lambda m, x: m.grad(lambda p, x: x.sum(), argnums=(0,))({"a": []}, x),
+    lambda m, x: m.grad(lambda p, x=None: 1.0, argnums=[], argnames="x")(x, x={}),
 ]
 
 

@@ -109,6 +109,8 @@ def _value_and_grad(name: str, fun: Callable, nums: list[int], names: list[str]
             flatten_arrays(args[n], flat, strict=True)
         for k in names:
             flatten_arrays(kwargs[k], flat, strict=True)
+        if not flat:  # MLX's message names grad for value_and_grad too
+            raise ValueError("[grad] Must specify at least one argument.")
         with engine.Trace() as tape:
             leaves = [engine.leaf(x) for x in flat]
             it = iter(leaves)
