@@ -227,3 +227,22 @@ def test_empty_rows():
     assert mx.dequantize(*ours, 32, 4).shape == (0, 64)
     assert [a.shape for a in mx.quantize(mx.zeros((2, 0, 64)), 32, 3)] == [(2, 0, 6), (2, 0, 2),
                                                                            (2, 0, 2)]
+
+
+@pytest.mark.parametrize("shape,group_size,bits,dtype", [
+    ((8, 64), 48, 4, "float32"), ((8, 96), 48, 7, "float32"), ((8, 64), 48, 7, "float32"),
+    ((64,), 48, 7, "float32"), ((64,), 64, 4, "int32"), ((8, 40), 48, 7, "int32"),
+    ((8, 40), 16, 4, "float32"), ((8, 40), 48, 4, "float64"), ((8, 128), 64, 7, "float64"),
+])
+def test_quantize_checks_in_mlx_order(shape, group_size, bits, dtype):
+    """MLX checks the dtype, the rank and the divisibility by the group size before it checks
+    the group size and bits themselves (nn.QuantizedLinear(64, 8, group_size=48) says the
+    64 columns are not divisible by 48)."""
+    def err(m):
+        try:
+            m.quantize(m.ones(shape, dtype=getattr(m, dtype)), group_size=group_size, bits=bits)
+        except ValueError as e:
+            return str(e)
+        return None
+
+    assert err(mx) == err(M)

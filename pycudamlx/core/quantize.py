@@ -133,23 +133,27 @@ def quantize(w: array, /, group_size: int | None = None, bits: int | None = None
              stream: Any = None) -> tuple[array, ...]:
     """Quantize ``w`` in groups of ``group_size`` along its last axis (MLX's affine scheme):
     returns ``(w_q, scales, biases)`` with ``w_q`` uint32-packed, bit-identical to MLX."""
-    gs, b = _params("quantize", group_size, bits, mode)
+    if not isinstance(mode, str) or mode not in _MODES:
+        raise ValueError(f"[quantize] Invalid quantization mode '{mode}'.")
     s = dev.resolve_stream(stream)
     w = as_array(w)
-    if w.ndim < 2:
-        raise ValueError("[quantize] The matrix to be quantized must have at least 2 dimension "
-                         f"but it has only {w.ndim}.")
+    # MLX's order: dtype, rank, divisibility, then the group size and bits themselves.
+    gs = 64 if group_size is None or mode != "affine" else int(group_size)
     if w.dtype.kind != "f":
         raise ValueError(f"[quantize] Only real floating types can be quantized but w has type "
                          f"{w.dtype.name}.")
+    if w.ndim < 2:
+        raise ValueError("[quantize] The matrix to be quantized must have at least 2 dimension "
+                         f"but it has only {w.ndim}.")
+    if mode == "affine" and gs > 0 and w.shape[-1] % gs:
+        raise ValueError("[quantize] The last dimension of the matrix needs to be divisible by "
+                         f"the quantization group size {gs}. However the provided  matrix has "
+                         f"shape {fmt_shape(w.shape)}")
+    gs, b = _params("quantize", group_size, bits, mode)
     if w.dtype is dt.float64:
         # MLX accepts it at call time and fails at evaluation; refuse it up front.
         raise RuntimeError("[quantize] Only float32, float16 and bfloat16 inputs can be "
                            "quantized (MLX's kernels do not support float64).")
-    if w.shape[-1] % gs:
-        raise ValueError("[quantize] The last dimension of the matrix needs to be divisible by "
-                         f"the quantization group size {gs}. However the provided  matrix has "
-                         f"shape {fmt_shape(w.shape)}")
     lead, k = w.shape[:-1], w.shape[-1]
     rows = math.prod(lead)
     n_bins = float((1 << b) - 1)
