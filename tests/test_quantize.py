@@ -246,3 +246,48 @@ def test_quantize_checks_in_mlx_order(shape, group_size, bits, dtype):
         return None
 
     assert err(mx) == err(M)
+
+
+_QMATRIX_CASES = [
+    lambda m, q, s, b: m.dequantize(q, s, b, group_size=48),
+    lambda m, q, s, b: m.dequantize(q, s, b, group_size=32, bits=7),
+    lambda m, q, s, b: m.dequantize(q, s, None, group_size=48),
+    lambda m, q, s, b: m.dequantize(q.astype(m.int32), s, b),
+    lambda m, q, s, b: m.dequantize(q[0].astype(m.int32), s, b),
+    lambda m, q, s, b: m.dequantize(q[0], s, b),
+    lambda m, q, s, b: m.quantized_matmul(m.ones((2, 128)), q, s, b, group_size=32),
+    lambda m, q, s, b: m.quantized_matmul(m.ones((2, 128)), q, s, None, group_size=48),
+    lambda m, q, s, b: m.quantized_matmul(m.ones((2, 128)), q.astype(m.int32), s, b),
+    lambda m, q, s, b: m.quantized_matmul(m.ones((2, 128)), q[0], s[0], b[0]),
+    lambda m, q, s, b: m.quantized_matmul(m.ones((2, 128)), q[None], s, b),
+    lambda m, q, s, b: m.quantized_matmul(m.ones((2, 128)), q, s, b[:, :1]),
+    lambda m, q, s, b: m.quantized_matmul(m.ones((2, 60)), q, s, b),
+    lambda m, q, s, b: m.quantized_matmul(m.ones((2, 60)), q, s, b, transpose=False),
+    lambda m, q, s, b: m.quantized_matmul(m.ones((2, 128)), q, s, b, group_size=16, bits=8),
+    lambda m, q, s, b: m.gather_qmm(m.ones((2, 128)), q, s, b, group_size=48),
+    lambda m, q, s, b: m.gather_qmm(m.ones((2, 128)), q, s, None),
+    lambda m, q, s, b: m.gather_qmm(m.ones((2, 60)), q, s, b),
+    # a group size MLX does not quantize with is accepted where the shapes agree with it
+    # (MLX's quantized_matmul then fails at evaluation: "Quantization group size must be 32,
+    # 64 or 128"; ours computes it)
+    lambda m, q, s, b: m.dequantize(q, m.ones((8, 8)), m.ones((8, 8)) * 0.5, group_size=16),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_QMATRIX_CASES)))
+def test_quantized_matrix_checks_match_mlx(i):
+    """dequantize/quantized_matmul/gather_qmm check the matrices (not the group size and bits
+    themselves) in MLX's order and words; gather_qmm's messages say quantized_matmul."""
+    def run(m):
+        q, s, b = m.quantize(m.array(np.linspace(-1, 1, 8 * 128, dtype=np.float32)
+                                     .reshape(8, 128)), group_size=64, bits=4)
+        try:
+            return np.array(_QMATRIX_CASES[i](m, q, s, b))
+        except ValueError as e:
+            return str(e)
+
+    ours, theirs = run(mx), run(M)
+    if isinstance(theirs, str):
+        assert ours == theirs
+    else:
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5)

@@ -178,23 +178,57 @@ def quantize(w: array, /, group_size: int | None = None, bits: int | None = None
             reshape(astype(bias, w.dtype, s), g_shape, stream=s))
 
 
+def _defaults(fn: str, group_size: int | None, bits: int | None, mode: str) -> tuple[int, int]:
+    """The mode's group size and bits, unvalidated: MLX's dequantize and quantized matmuls only
+    check them through the shapes they imply (a consistent group size of 16 is accepted)."""
+    if not isinstance(mode, str) or mode not in _MODES:
+        raise ValueError(f"[{fn}] Invalid quantization mode '{mode}'.")
+    if mode != "affine":
+        _params(fn, group_size, bits, mode)  # raises: only 'affine' is implemented
+    gs = 64 if group_size is None else int(group_size)
+    b = 4 if bits is None else int(bits)
+    if gs <= 0 or b <= 0:
+        raise ValueError(f"[{fn}] The group size and bits must be positive but got "
+                         f"group_size={gs} and bits={b}.")
+    return gs, b
+
+
 def _check_affine(fn: str, w: array, scales: array, biases: array | None, gs: int, b: int,
                   ) -> None:
+    """MLX's checks of a quantized matrix, in its order and words (dequantize's differ from
+    the quantized matmuls')."""
     if biases is None:
         raise ValueError(f"[{fn}] Biases must be provided for affine quantization.")
+    if fn == "dequantize":
+        if w.dtype is not dt.uint32:
+            raise ValueError("[dequantize] The matrix should be given as a uint32")
+        if w.ndim < 2:
+            raise ValueError("[dequantize] The matrix to be dequantized must have at least 2 "
+                             f"dimension but it has only {w.ndim}.")
+        g_shape = (*w.shape[:-1], w.shape[-1] * 32 // b // gs)
+        if (scales.shape != biases.shape or scales.shape != g_shape
+                or (w.shape[-1] * 32) % (b * gs)):
+            raise ValueError("[dequantize] Shape of scales and biases does not match the matrix "
+                             "given the quantization parameters. Provided matrix of shape "
+                             f"{fmt_shape(w.shape)} and scales/biases of shape "
+                             f"{fmt_shape(scales.shape)} with group_size={gs} and bits={b}.")
+        return
     if w.dtype is not dt.uint32:
         raise ValueError(f"[{fn}] The weight matrix should be uint32 but received "
                          f"{w.dtype.name}")
-    if w.ndim < 2:
-        raise ValueError(f"[{fn}] The matrix to be dequantized must have at least 2 dimension "
-                         f"but it has only {w.ndim}.")
-    g_shape = (*w.shape[:-1], w.shape[-1] * 32 // b // gs)
-    if (scales.shape != biases.shape or scales.shape != g_shape
-            or (w.shape[-1] * 32) % (b * gs)):
-        raise ValueError(f"[{fn}] Shape of scales and biases does not match the matrix given "
-                         f"the quantization parameters. Provided matrix of shape "
-                         f"{fmt_shape(w.shape)} and scales/biases of shape "
-                         f"{fmt_shape(scales.shape)} with group_size={gs} and bits={b}.")
+    if w.ndim < 2 or scales.ndim != w.ndim or w.shape[:-1] != scales.shape[:-1]:
+        raise ValueError(f"[{fn}] Weight and scales should have the same batch shape. Received "
+                         f"weight with shape {fmt_shape(w.shape)}, scales with "
+                         f"{fmt_shape(scales.shape)}.")
+    if scales.shape != biases.shape:
+        raise ValueError(f"[{fn}] Scales and biases should have the same shape. Received scales "
+                         f"with shape {fmt_shape(scales.shape)} and biases with "
+                         f"{fmt_shape(biases.shape)}")
+    if (w.shape[-1] * 32) % (b * gs) or scales.shape[-1] != w.shape[-1] * 32 // b // gs:
+        raise ValueError(f"[{fn}] The shapes of the weight and scales are incompatible based on "
+                         f"bits and group_size. w.shape() == {fmt_shape(w.shape)} and "
+                         f"scales.shape() == {fmt_shape(scales.shape)} with group_size={gs} "
+                         f"and bits={b}")
 
 
 def _dequantize(w: array, scales: array, biases: array, gs: int, b: int, out: dt.Dtype,
@@ -213,7 +247,7 @@ def dequantize(w: array, /, scales: array, biases: array | None = None,
                stream: Any = None) -> array:
     """Undo ``quantize``: ``w_i = scale * q_i + bias`` per group, in ``dtype`` (default: the
     scales' dtype)."""
-    gs, b = _params("dequantize", group_size, bits, mode)
+    gs, b = _defaults("dequantize", group_size, bits, mode)
     s = dev.resolve_stream(stream)
     w, scales = as_array(w), as_array(scales)
     biases = None if biases is None else as_array(biases)
@@ -234,9 +268,10 @@ def _qmm_prepare(fn: str, x: array, w: array, scales: array, biases: array | Non
     if x.ndim < 1 or x.shape[-1] != k:
         tname = "true" if transpose else "false"
         shp = (rows, k_full) if not transpose else (k_full, rows)
+        expanded = f"({shp[0]}, {shp[1]})"  # MLX prints this one shape with a space
         raise ValueError(f"[{fn}] Last dimension of first input with shape (..., "
                          f"{x.shape[-1] if x.ndim else ''}) does not match the expanded "
-                         f"quantized matrix {fmt_shape(shp)} computed from shape "
+                         f"quantized matrix {expanded} computed from shape "
                          f"{fmt_shape(w.shape)} with group_size={gs}, bits={b} and "
                          f"transpose={tname}")
     out = dt.promote_types(x.dtype, scales.dtype)
@@ -251,7 +286,7 @@ def quantized_matmul(x: array, w: array, /, scales: array, biases: array | None 
                      stream: Any = None) -> array:
     """``x @ dequantize(w).T`` (``transpose=True``) or ``x @ dequantize(w)``. Computed as
     dequantize + matmul for now (a fused kernel is the next step)."""
-    gs, b = _params("quantized_matmul", group_size, bits, mode)
+    gs, b = _defaults("quantized_matmul", group_size, bits, mode)
     s = dev.resolve_stream(stream)
     x, w, scales = as_array(x), as_array(w), as_array(scales)
     biases = None if biases is None else as_array(biases)
@@ -278,11 +313,12 @@ def gather_qmm(x: array, w: array, /, scales: array, biases: array | None = None
                sorted_indices: bool = False, stream: Any = None) -> array:
     """Quantized ``gather_mm``: gathers matrices of ``x`` and ``w`` by flat batch index, then
     multiplies (dequantize of the gathered weights + batched matmul)."""
-    gs, b = _params("gather_qmm", group_size, bits, mode)
+    gs, b = _defaults("gather_qmm", group_size, bits, mode)
     s = dev.resolve_stream(stream)
     x, w, scales = as_array(x), as_array(w), as_array(scales)
     biases = None if biases is None else as_array(biases)
-    out, _, _ = _qmm_prepare("gather_qmm", x, w, scales, biases, transpose, gs, b)
+    # MLX checks gather_qmm's matrices with quantized_matmul's checks (and names).
+    out, _, _ = _qmm_prepare("quantized_matmul", x, w, scales, biases, transpose, gs, b)
     if x.ndim < 2:
         raise ValueError("[gather_qmm] x must have at least 2 dimensions.")
     for name, idx in (("lhs", lhs_indices), ("rhs", rhs_indices)):
