@@ -15,8 +15,9 @@ from . import device as dev
 from .array import array, from_data, make
 
 
-class AxisError(ValueError, IndexError):
-    """An axis out of range: both a ValueError and an IndexError, as numpy's AxisError."""
+#: An axis out of range. MLX raises a plain IndexError (``type(e).__name__`` is printed by
+#: user code, and ``except ValueError`` must not catch it), so this is only an alias.
+AxisError = IndexError
 
 
 _broadcast_cache: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...]] = {}
@@ -103,7 +104,7 @@ def promote_operands(a: Any, b: Any, op_name: str | None = None
 
 
 def normalize_axis(axis: int, ndim: int, fn: str = "") -> int:
-    """A non-negative axis; AxisError (ValueError and IndexError) when out of range."""
+    """A non-negative axis; IndexError (as MLX) when out of range."""
     if not -ndim <= axis < ndim:
         prefix = f"[{fn}] " if fn else ""
         raise AxisError(f"{prefix}Invalid axis {axis} for array with {ndim} dimensions.")
