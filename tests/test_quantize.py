@@ -227,3 +227,16 @@ def test_empty_rows():
     assert mx.dequantize(*ours, 32, 4).shape == (0, 64)
     assert [a.shape for a in mx.quantize(mx.zeros((2, 0, 64)), 32, 3)] == [(2, 0, 6), (2, 0, 2),
                                                                            (2, 0, 2)]
+
+
+@pytest.mark.parametrize("cols,kw", [(64, dict(group_size=48)), (96, dict(group_size=48)),
+                                     (64, dict(group_size=48, bits=7)), (96, dict(bits=7)),
+                                     (64, dict(bits=7)), (40, dict(group_size=16))])
+def test_quantize_checks_the_shape_before_group_size_and_bits(cols, kw):
+    """MLX reports a last dimension not divisible by the group size before an unsupported
+    group size or bit width."""
+    with pytest.raises(ValueError) as theirs:
+        M.quantize(M.ones((4, cols)), **kw)
+    with pytest.raises(ValueError) as ours:
+        mx.quantize(mx.ones((4, cols)), **kw)
+    assert str(ours.value) == str(theirs.value)
