@@ -217,7 +217,8 @@ def vjp(fun: Callable, primals: Sequence[array], cotangents: Sequence[array]
         return _outputs(fun(*leaves), "vjp")
 
     def seeds(outs: list[array]) -> list[array]:
-        if len(outs) != len(cs):
+        # MLX refuses too few cotangents and ignores the extra ones (unchecked, any shape).
+        if len(outs) > len(cs):
             raise ValueError(f"[vjp] Number of outputs to compute gradients for ({len(outs)}) "
                              f"does not match number of cotangents ({len(cs)}).")
         fixed = []
