@@ -70,6 +70,10 @@ def _type_name(value: object) -> str:
     module = value_type.__module__
     if not is_heap_type or module == "builtins":
         return value_type.__name__
+    if module.startswith("pycudamlx.core"):
+        return f"mlx.core.{value_type.__qualname__}"  # MLX's classes all live in mlx.core
+    if module.startswith("pycudamlx."):
+        module = "mlx." + module[len("pycudamlx."):]
     return f"{module}.{value_type.__qualname__}"
 
 

@@ -272,7 +272,7 @@ class custom_function:  # noqa: N801 - MLX's name
 
     def __init__(self, f: Callable) -> None:
         if not callable(f):
-            raise _type_error("__init__(self, f: Callable) -> None", (f,), {})
+            raise _type_error("__init__(self, f: Callable)", (self, f), {})
         self.fun = f
         self.vjp_fn: Callable | None = None
         self.jvp_fn: Callable | None = None
