@@ -172,8 +172,10 @@ def log_cosh_loss(inputs: mx.array, targets: mx.array,
 def cosine_similarity_loss(x1: mx.array, x2: mx.array, axis: int = 1, eps: float = 1e-08,
                            reduction: Reduction = "none") -> mx.array:
     """Cosine similarity of ``x1`` and ``x2`` along ``axis`` (norm product clamped at eps)."""
+    # the product first: mismatched inputs fail on their full shapes, as in MLX
+    dots = mx.sum(x1 * x2, axis=axis)
     norms = mx.linalg.norm(x1, axis=axis) * mx.linalg.norm(x2, axis=axis)
-    loss = mx.sum(x1 * x2, axis=axis) / mx.maximum(norms, eps)
+    loss = dots / mx.maximum(norms, eps)
     return _reduce(loss, reduction)
 
 
