@@ -240,3 +240,15 @@ def test_quantize_checks_the_shape_before_group_size_and_bits(cols, kw):
     with pytest.raises(ValueError) as ours:
         mx.quantize(mx.ones((4, cols)), **kw)
     assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("transpose", [True, False])
+def test_quantized_matmul_width_mismatch_message(transpose):
+    """MLX prints the expanded matrix as '(64, 4)' (with a space), unlike its other shapes."""
+    msgs = []
+    for m in (M, mx):
+        wq, s, b = m.quantize(m.ones((4, 64)))
+        with pytest.raises(ValueError) as info:
+            m.quantized_matmul(m.ones((2, 32)), wq, s, b, transpose=transpose)
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]

@@ -241,7 +241,7 @@ def _qmm_prepare(fn: str, x: array, w: array, scales: array, biases: array | Non
         shp = (rows, k_full) if not transpose else (k_full, rows)
         raise ValueError(f"[{fn}] Last dimension of first input with shape (..., "
                          f"{x.shape[-1] if x.ndim else ''}) does not match the expanded "
-                         f"quantized matrix {fmt_shape(shp)} computed from shape "
+                         f"quantized matrix ({shp[0]}, {shp[1]}) computed from shape "
                          f"{fmt_shape(w.shape)} with group_size={gs}, bits={b} and "
                          f"transpose={tname}")
     out = dt.promote_types(x.dtype, scales.dtype)
