@@ -1,6 +1,9 @@
 """Common mistakes MLX users make with array ops, and what MLX says about them: shape
 mismatches, bad axes, indexing, dtype conversions, creation, random, fft, linalg, einsum."""
 # compare: text
+import os
+import tempfile
+
 import mlx.core as mx
 
 
@@ -15,6 +18,7 @@ def check(label, fn):
 
 
 a = mx.ones((2, 3))
+tmp = tempfile.mkdtemp()
 b = mx.ones((4, 5))
 v = mx.arange(6)
 
@@ -163,7 +167,7 @@ CASES = {
     "save_dir": lambda: mx.save("/nonexistent_dir/x.npy", a),
     "load_missing": lambda: mx.load("/tmp/definitely_missing_file_xyz.npz"),
     "load_ext": lambda: mx.load("/tmp/definitely_missing_file_xyz.txt"),
-    "savez_positional": lambda: mx.savez("/tmp/pg_err_test.npz", a, x=a),
+    "savez_positional": lambda: mx.savez(os.path.join(tmp, "arrays.npz"), a, x=a),
 }
 
 for name, fn in CASES.items():
