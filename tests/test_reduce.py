@@ -640,3 +640,17 @@ def test_mean_gradient_in_half_precision_matches_mlx(mlx, dtype):
         return np.array(g.astype(m.float32))
 
     np.testing.assert_array_equal(grads(mx), grads(mlx))
+
+
+def test_cumprod_dtype_casts_the_input_first(mlx):
+    """mx.cumprod has cumsum's dtype= keyword (MLX 0.32): the input is cast, then multiplied."""
+    cases = [(np.array([1, 2, 300 - 256], np.int8), "int32", {}),
+             (np.array([1.5, 2.5, -3.0], np.float32), "int32", {}),
+             (np.array([True, False, True]), "float16", {}),
+             (np.arange(6, dtype=np.int32).reshape(2, 3), "float32",
+              dict(axis=1, reverse=True, inclusive=False))]
+    for x, name, kw in cases:
+        theirs = mlx.cumprod(mlx.array(x), dtype=getattr(mlx, name), **kw)
+        ours = mx.cumprod(mx.array(x), dtype=getattr(mx, name), **kw)
+        assert ours.dtype == getattr(mx, name) and ours.shape == tuple(theirs.shape)
+        np.testing.assert_array_equal(np.array(ours), np.array(theirs))
