@@ -806,3 +806,18 @@ def test_error_messages_match_mlx():
                 call(m, n)
             errors.append((type(info.value), str(info.value)))
         assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("path", ["core", "core.random", "core.linalg", "core.fft", "core.fast",
+                                  "core.metal", "core.cuda", "nn", "nn.init", "nn.losses",
+                                  "optimizers"])
+def test_missing_module_attribute_reads_as_in_mlx(path):
+    """mx.random.choice and the like: the AttributeError names MLX's module, as MLX does."""
+    import importlib
+    msgs = []
+    for root in ("mlx", "pycudamlx"):
+        module = importlib.import_module(f"{root}.{path}")
+        with pytest.raises(AttributeError) as info:
+            module.no_such_name_here
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]

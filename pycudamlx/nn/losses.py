@@ -188,3 +188,8 @@ def margin_ranking_loss(inputs1: mx.array, inputs2: mx.array, targets: mx.array,
                          f"targets.shape={targets.shape}.")
     loss = mx.maximum(0, -targets * (inputs1 - inputs2) + margin)
     return _reduce(loss, reduction)
+
+
+def __getattr__(name: str):
+    # a missing name reads as in MLX (programs print it): module 'mlx.nn.losses', not our module path
+    raise AttributeError(f"module 'mlx.nn.losses' has no attribute {name!r}")
