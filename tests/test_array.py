@@ -852,3 +852,14 @@ def test_astype_and_view_methods_refuse_non_dtypes_with_mlx_text():
                 call(m)
             msgs.append(str(info.value))
         assert msgs[0] == msgs[1]
+
+
+def test_array_of_none_names_self_as_mlx():
+    M = pytest.importorskip("mlx.core")
+    import pycudamlx.core as ours
+    msgs = []
+    for m in (M, ours):
+        with pytest.raises(TypeError) as info:
+            m.array(None)
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]
