@@ -70,13 +70,22 @@ def _type_name(value: object) -> str:
     module = value_type.__module__
     if not is_heap_type or module == "builtins":
         return value_type.__name__
+    if module.startswith("pycudamlx.core"):
+        return f"mlx.core.{value_type.__qualname__}"  # MLX's classes all live in mlx.core
+    if module.startswith("pycudamlx."):
+        module = "mlx." + module[len("pycudamlx."):]
     return f"{module}.{value_type.__qualname__}"
+
+
+class _SelfArray:
+    """Stands for the ``self`` of ``mx.array(...)`` in nanobind's 'Invoked with types' list."""
 
 
 def _incompatible_arguments(signature: str, *args: object) -> TypeError:
     """The TypeError nanobind raises when an argument has the wrong type (MLX's wording)."""
     name = signature.split("(", 1)[0]
-    invoked = ", ".join(_type_name(arg) for arg in args)
+    invoked = ", ".join("mlx.core.array" if arg is _SelfArray else _type_name(arg)
+                        for arg in args)
     return TypeError(
         f"{name}(): incompatible function arguments. The following argument types are supported:\n"
         f"    1. {signature}\n\nInvoked with types: {invoked}"
@@ -681,7 +690,7 @@ def dtype_from_python(value: bool | int | float | complex | np.generic) -> Dtype
         raise _incompatible_arguments(
             "__init__(self: array, val: scalar | list | tuple | DLPackCompatible | array, "
             "dtype: Dtype | None = None)",
-            value,
+            _SelfArray, value,
         )
     raise ValueError(f"Invalid type {_type_name(value)} received in array initialization.")
 

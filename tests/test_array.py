@@ -838,3 +838,28 @@ def test_no_reference_cycles_keep_buffers_alive():
     finally:
         gc.enable()
     assert b.tolist()[0] == 3.0
+
+
+def test_astype_and_view_methods_refuse_non_dtypes_with_mlx_text():
+    """a.astype(int) / a.view("int32"): the methods' own nanobind signatures, as in MLX."""
+    M = pytest.importorskip("mlx.core")
+    import pycudamlx.core as ours
+    for call in (lambda m: m.ones(2).astype(int), lambda m: m.ones(2).astype("float32"),
+                 lambda m: m.ones(2).view(int)):
+        msgs = []
+        for m in (M, ours):
+            with pytest.raises(TypeError) as info:
+                call(m)
+            msgs.append(str(info.value))
+        assert msgs[0] == msgs[1]
+
+
+def test_array_of_none_names_self_as_mlx():
+    M = pytest.importorskip("mlx.core")
+    import pycudamlx.core as ours
+    msgs = []
+    for m in (M, ours):
+        with pytest.raises(TypeError) as info:
+            m.array(None)
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]

@@ -622,3 +622,17 @@ def test_power_exponent_gradient_is_zero_where_the_power_is_zero():
             M.array(exp).astype(getattr(M, dtype)))
         np.testing.assert_array_equal(np.isnan(_np(ours)), np.isnan(_np(theirs)))
         _close(ours, theirs, rtol=1e-3, atol=1e-3)
+
+
+def test_vjp_ignores_extra_cotangents_and_refuses_too_few():
+    """MLX zips outputs with cotangents: extra cotangents (any shape) are ignored; fewer than
+    the outputs is a ValueError."""
+    for m in (M, mx):
+        outs, grads = m.vjp(lambda a: a * 2, [m.ones(2)], [m.full((2,), 3.0), m.ones(3)])
+        np.testing.assert_array_equal(np.array(grads[0]), [6.0, 6.0])
+    msgs = []
+    for m in (M, mx):
+        with pytest.raises(ValueError) as info:
+            m.vjp(lambda a: (a, a), [m.ones(2)], [m.ones(2)])
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]

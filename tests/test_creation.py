@@ -286,3 +286,15 @@ def test_repeat_counts_beyond_int32_are_refused_as_mlx():
         pm.repeat(a, 2**31 - 1)
     with pytest.raises(OverflowError, match=r"\[repeat\] Shape dimension 4294967294"):
         mlx.repeat(mlx.array([[0], [1]]), 2**31 - 1)
+
+
+def test_arange_type_error_names_types_as_mlx(mx):
+    """nanobind prints MLX's array type as mlx.core.array (not the Python class path)."""
+    for args in [lambda m: (m.array(1),), lambda m: ("a",), lambda m: (1, m.array(2.0)),
+                 lambda m: (np.array(2),)]:
+        msgs = []
+        for m in (mx, pm):
+            with pytest.raises(TypeError) as info:
+                m.arange(*args(m))
+            msgs.append(str(info.value))
+        assert msgs[0] == msgs[1]

@@ -230,3 +230,16 @@ def test_every_device_name_exists(mlx):
              "metal", "cuda"]
     for n in names:
         assert hasattr(mlx, n) and hasattr(mx, n), n
+
+
+@pytest.mark.parametrize("fn", ["is_available", "set_default_device", "default_stream",
+                                "new_stream", "new_thread_local_stream",
+                                "new_thread_unsafe_stream", "device_info"])
+def test_device_functions_refuse_a_string_with_mlx_text(mlx, fn):
+    """mx.set_default_device("cpu") is a common slip: nanobind's TypeError, signature and all."""
+    msgs = []
+    for m in (mlx, mx):
+        with pytest.raises(TypeError) as info:
+            getattr(m, fn)("cpu")
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]

@@ -338,3 +338,19 @@ def test_hypothesis_getitem_outcomes():
         np.testing.assert_array_equal(ours, ref)
 
     check()
+
+
+@pytest.mark.parametrize("shape,index,vshape", [
+    ((2, 3), 0, (4,)), ((2, 3), 1, (2, 3)), ((2, 3), -1, (1, 1, 3)), ((5,), 2, (2,)),
+    ((2, 3, 4), 1, (4, 4)), ((2, 3, 4), 1, (1, 2, 3, 4)), ((2, 3, 4), 0, (3, 1))])
+def test_setitem_int_index_shape_errors_match_mlx(mx, shape, index, vshape):
+    """a[i] = v broadcasts v to (1, *a.shape[1:]) in MLX: its error names that shape."""
+    outcomes = []
+    for m in (mx, pm):
+        a = m.ones(shape)
+        try:
+            a[index] = m.ones(vshape)
+            outcomes.append(("ok", np.array(a).tolist()))
+        except ValueError as e:
+            outcomes.append(("error", str(e)))
+    assert outcomes[0] == outcomes[1]

@@ -469,3 +469,24 @@ def test_file_dicts_come_back_in_mlx_order(mlx, tmp_path, n):
         assert list(got) == list(want), name
         assert list(got_meta) == list(want_meta), name
         assert [v.item() for v in got.values()] == [v.item() for v in want.values()], name
+
+
+def test_save_errors_match_mlx(mlx, tmp_path):
+    """An unopenable path is MLX's RuntimeError (not Python's FileNotFoundError); wrong
+    argument types for save_safetensors are nanobind's TypeError, a bad file a ValueError."""
+    missing = tmp_path / "no" / "x"
+    calls = [lambda m: m.save(str(missing), m.ones(2)),
+             lambda m: m.save(str(missing) + ".npy", m.ones(2)),
+             lambda m: m.save_safetensors(str(missing), {"a": m.ones(2)}),
+             lambda m: m.save_gguf(str(missing), {"a": m.ones(2)}),
+             lambda m: m.save_safetensors(str(tmp_path / "a"), [m.ones(2)]),
+             lambda m: m.save_safetensors(str(tmp_path / "a"), {"a": m.ones(2)}, [1]),
+             lambda m: m.save_safetensors(3, {"a": m.ones(2)}),
+             lambda m: m.save_safetensors(str(tmp_path / "a"), {"a": m.ones(2)}, {"k": 1})]
+    for call in calls:
+        errors = []
+        for m in (mlx, mx):
+            with pytest.raises(Exception) as info:
+                call(m)
+            errors.append((type(info.value), str(info.value)))
+        assert errors[0] == errors[1]

@@ -791,3 +791,33 @@ def test_call_errors_match(call):
     e_o = _error_of(lambda: mx.eval(eval("nn." + call, {"nn": nn, "C": mx})))
     e_t = _error_of(lambda: M.eval(eval("MN." + call, {"MN": MN, "C": M})))
     assert e_o == e_t != None  # noqa: E711
+
+
+def test_error_messages_match_mlx():
+    """Mismatched inputs fail where MLX fails (the same op, so the same message); a
+    non-callable custom_function names the class as mlx.core.custom_function."""
+    calls = [lambda m, n: n.losses.cosine_similarity_loss(m.ones((3, 2)), m.ones((2, 2))),
+             lambda m, n: m.custom_function(3),
+             lambda m, n: m.round(m.ones(2), 1.5)]
+    for call in calls:
+        errors = []
+        for m, n in ((M, MN), (mx, nn)):
+            with pytest.raises(Exception) as info:
+                call(m, n)
+            errors.append((type(info.value), str(info.value)))
+        assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("path", ["core", "core.random", "core.linalg", "core.fft", "core.fast",
+                                  "core.metal", "core.cuda", "nn", "nn.init", "nn.losses",
+                                  "optimizers"])
+def test_missing_module_attribute_reads_as_in_mlx(path):
+    """mx.random.choice and the like: the AttributeError names MLX's module, as MLX does."""
+    import importlib
+    msgs = []
+    for root in ("mlx", "pycudamlx"):
+        module = importlib.import_module(f"{root}.{path}")
+        with pytest.raises(AttributeError) as info:
+            module.no_such_name_here
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]

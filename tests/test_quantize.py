@@ -291,3 +291,27 @@ def test_quantized_matrix_checks_match_mlx(i):
         assert ours == theirs
     else:
         np.testing.assert_allclose(ours, theirs, rtol=1e-5)
+
+@pytest.mark.parametrize("cols,kw", [(64, dict(group_size=48)), (96, dict(group_size=48)),
+                                     (64, dict(group_size=48, bits=7)), (96, dict(bits=7)),
+                                     (64, dict(bits=7)), (40, dict(group_size=16))])
+def test_quantize_checks_the_shape_before_group_size_and_bits(cols, kw):
+    """MLX reports a last dimension not divisible by the group size before an unsupported
+    group size or bit width."""
+    with pytest.raises(ValueError) as theirs:
+        M.quantize(M.ones((4, cols)), **kw)
+    with pytest.raises(ValueError) as ours:
+        mx.quantize(mx.ones((4, cols)), **kw)
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("transpose", [True, False])
+def test_quantized_matmul_width_mismatch_message(transpose):
+    """MLX prints the expanded matrix as '(64, 4)' (with a space), unlike its other shapes."""
+    msgs = []
+    for m in (M, mx):
+        wq, s, b = m.quantize(m.ones((4, 64)))
+        with pytest.raises(ValueError) as info:
+            m.quantized_matmul(m.ones((2, 32)), wq, s, b, transpose=transpose)
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]

@@ -438,3 +438,26 @@ def test_combinations_of_axes_for_flip_and_transpose(mx):
         for axes in itertools.combinations(range(3), r):
             compare(lambda: pm.flip(to_ours(x), list(axes)), lambda: mx.flip(to_mlx(mx, x),
                                                                            list(axes)))
+
+
+_AXIS_ERROR_CALLS = (
+    "m.transpose(a, (0, 2))", "m.concatenate([a, a], axis=2)", "m.stack([a, a], axis=4)",
+    "m.split(a, 2, axis=3)", "m.squeeze(a, 3)", "m.expand_dims(a, 4)", "m.moveaxis(a, 0, 3)",
+    "m.swapaxes(a, 0, -3)", "m.sort(a, axis=2)", "m.roll(a, 1, axis=2)", "m.mean(a, axis=-3)",
+    "m.argmax(a, axis=5)", "m.logsumexp(a, axis=-3)", "m.cumsum(a, axis=2)",
+)
+
+
+@pytest.mark.parametrize("call", _AXIS_ERROR_CALLS)
+def test_axis_out_of_range_is_a_plain_index_error(mx, call):
+    """MLX raises IndexError with these exact messages; ours prints as IndexError too and is
+    also a ValueError (numpy's AxisError convention, which issue 3 asks for)."""
+    errors = []
+    for m in (mx, pm):
+        a = m.ones((2, 3))
+        with pytest.raises(Exception) as info:
+            m.eval(eval(call, {"m": m, "a": a}))
+        errors.append((type(info.value).__name__, str(info.value)))
+        last = info.value
+    assert errors[0] == errors[1] and errors[1][0] == "IndexError"
+    assert isinstance(last, IndexError) and isinstance(last, ValueError)

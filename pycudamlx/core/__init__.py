@@ -68,4 +68,4 @@ def __getattr__(name: str):
     if area is not None:
         raise NotYetImplemented(f"mx.{name} is not implemented in pycudamlx yet ({area}); "
                                 "see the project's README for what is")
-    raise AttributeError(f"module 'pycudamlx.core' has no attribute {name!r}")
+    raise AttributeError(f"module 'mlx.core' has no attribute {name!r}")  # MLX's text

@@ -491,5 +491,5 @@ def _convert(val: Any, dtype: Any) -> tuple[Any, dt.Dtype]:
     if val is None:
         raise dt._incompatible_arguments(
             "__init__(self: array, val: scalar | list | tuple | DLPackCompatible | array, "
-            "dtype: Dtype | None = None)", val)
+            "dtype: Dtype | None = None)", dt._SelfArray, val)
     return object_data(val, dtype)

@@ -239,6 +239,16 @@ def _shape_args(args: tuple) -> Any:
     return args
 
 
+
+_STREAM_TYPES = ("mlx.core.Stream | mlx.core.ThreadLocalStream | mlx.core.Device | "
+                 "mlx.core.DeviceType | None = None")
+#: nanobind's signature lines of the array methods (they differ from the functions').
+_ASTYPE_METHOD_SIG = ("astype(self, dtype: mlx.core.Dtype, stream: " + _STREAM_TYPES
+                      + ") -> mlx.core.array")
+_VIEW_METHOD_SIG = ("view(self, dtype: mlx.core.Dtype, *, stream: " + _STREAM_TYPES
+                    + ") -> mlx.core.array")
+
+
 class array:  # noqa: N801 - MLX's name
     """An N-dimensional array (MLX's ``mlx.core.array``)."""
 
@@ -600,6 +610,8 @@ class array:  # noqa: N801 - MLX's name
 
     def astype(self, dtype: dt.Dtype, stream: Any = None) -> array:
         """A copy of the array cast to ``dtype`` (the array itself when it already is)."""
+        if type(dtype) is not dt.Dtype:  # the method's own nanobind signature, as in MLX
+            raise dt._incompatible_arguments(_ASTYPE_METHOD_SIG, self, dtype)
         f = getattr(_core(), "astype", None)
         if f is not None:
             return f(self, dtype, stream=stream)
@@ -608,6 +620,8 @@ class array:  # noqa: N801 - MLX's name
         return astype(self, dt.to_dtype(dtype, "astype"), stream)
 
     def view(self, dtype: dt.Dtype, *, stream: Any = None) -> array:
+        if type(dtype) is not dt.Dtype:
+            raise dt._incompatible_arguments(_VIEW_METHOD_SIG, self, dtype)
         return _op("view")(self, dtype, stream=stream)
 
     def reshape(self, *shape: Any, stream: Any = None) -> array:

@@ -219,7 +219,8 @@ def vjp(fun: Callable, primals: Sequence[array], cotangents: Sequence[array]
         return _outputs(fun(*leaves), "vjp")
 
     def seeds(outs: list[array]) -> list[array]:
-        if len(outs) != len(cs):
+        # MLX refuses too few cotangents and ignores the extra ones (unchecked, any shape).
+        if len(outs) > len(cs):
             raise ValueError(f"[vjp] Number of outputs to compute gradients for ({len(outs)}) "
                              f"does not match number of cotangents ({len(cs)}).")
         fixed = []
@@ -273,7 +274,7 @@ class custom_function:  # noqa: N801 - MLX's name
 
     def __init__(self, f: Callable) -> None:
         if not callable(f):
-            raise _type_error("__init__(self, f: Callable) -> None", (f,), {})
+            raise _type_error("__init__(self, f: Callable)", (self, f), {})
         self.fun = f
         self.vjp_fn: Callable | None = None
         self.jvp_fn: Callable | None = None

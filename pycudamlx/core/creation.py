@@ -218,7 +218,7 @@ def _number(v: Any, types: list) -> int | float | None:
         return int(v)
     if isinstance(v, (float, np.floating)):
         return float(v)
-    raise TypeError(_ARANGE_SIG + ", ".join(type(x).__name__ for x in types))
+    raise TypeError(_ARANGE_SIG + ", ".join(dt._type_name(x) for x in types))
 
 
 def arange(*args: Any, start: Any = None, stop: Any = None, step: Any = None,

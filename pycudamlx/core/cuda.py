@@ -8,3 +8,8 @@ def is_available() -> bool:
     from ..backend.cuda import driver
 
     return driver.is_available()
+
+
+def __getattr__(name: str):
+    # a missing name reads as in MLX (programs print it): module 'mlx.core.cuda', not our module path
+    raise AttributeError(f"module 'mlx.core.cuda' has no attribute {name!r}")

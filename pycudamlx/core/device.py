@@ -85,7 +85,17 @@ def _as_device(device: Device | DeviceType, fn: str = "function") -> Device:
         return device
     if isinstance(device, DeviceType):
         return Device(device, 0)
-    raise _bad_args(f"{fn}(device: Device | DeviceType)", device)
+    raise _bad_args(_DEVICE_SIGNATURES.get(fn, f"{fn}(device: Device | DeviceType)"), device)
+
+
+#: nanobind's signature line of each function that takes a device.
+_DEVICE_SIGNATURES = {
+    **{f"{fn}": f"{fn}(device: Device | DeviceType) -> {ret}" for fn, ret in (
+        ("is_available", "bool"), ("set_default_device", "None"), ("default_stream", "Stream"),
+        ("new_stream", "Stream"), ("new_thread_local_stream", "ThreadLocalStream"),
+        ("new_thread_unsafe_stream", "Stream"))},
+    "device_info": "device_info(d: None | Device | DeviceType = None) -> dict[str, str | int]",
+}
 
 
 class Stream:

@@ -370,3 +370,8 @@ def precompiled_cuda_kernel(*args: Any, **kwargs: Any) -> Any:
     """MLX's precompiled_cuda_kernel (a PTX/CUBIN string) is not supported yet."""
     raise NotImplementedError("[precompiled_cuda_kernel] is not supported by pycudamlx yet; "
                               "use mx.fast.cuda_kernel with the CUDA source.")
+
+
+def __getattr__(name: str):
+    # a missing name reads as in MLX (programs print it): module 'mlx.core.fast', not our module path
+    raise AttributeError(f"module 'mlx.core.fast' has no attribute {name!r}")

@@ -433,3 +433,8 @@ def istft(stft_matrix: array, n_fft: int | None = None, hop_length: int | None =
     if length is not None and y.shape[-1] < length:
         y = S.pad(y, [(0, 0)] * (y.ndim - 1) + [(0, int(length) - y.shape[-1])], stream=s)
     return y
+
+
+def __getattr__(name: str):
+    # a missing name reads as in MLX (programs print it): module 'mlx.core.fft', not our module path
+    raise AttributeError(f"module 'mlx.core.fft' has no attribute {name!r}")

@@ -361,6 +361,18 @@ def _fit(v: array, shape: tuple[int, ...], s: Any) -> array:
     return broadcast_view(v, shape, s)
 
 
+def _check_int_update(vshape: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    """a[i] = v: MLX broadcasts v (leading size-1 dims dropped) to (1, *a.shape[1:]), so a
+    mismatch is reported against that shape, with broadcast_to's messages."""
+    i = 0
+    while i < len(vshape) and vshape[i] == 1:
+        i += 1
+    vs, target = vshape[i:], (1,) + shape[1:]
+    if _broadcast2(vs, target) != target:
+        raise ValueError(f"Cannot broadcast array of shape {fmt_shape(vs)} into shape "
+                         f"{fmt_shape(target)}.")
+
+
 def _masked(old: array, mask: array, v: array, s: Any) -> array:
     """a[mask] = v (MLX's masked scatter): the mask must match a's leading dims; v broadcasts
     to one row per masked position, or (MLX) gives its first rows in order."""
@@ -418,6 +430,8 @@ def _update_node(old: array, index: Any, value: Any) -> array:
     if not any(kind == _ARRAY for kind, _ in parsed):
         spec, _ = _basic_spec(shape, parsed, keep_arrays=True)
         result, origin = _basic_spec(shape, parsed, keep_arrays=False)
+        if type(index) is not tuple and parsed[0][0] == _INT:
+            _check_int_update(v._shape, shape)
         upd = _fit(v, result.shape, s)
         if result.shape != spec.shape:  # drop the Nones' size-1 dims
             keep = [j for j, k in enumerate(origin) if parsed[k][0] != _NONE]
@@ -655,6 +669,8 @@ def _at_update(a: array, index: Any, value: Any, name: str) -> array:
     if not any(kind == _ARRAY for kind, _ in parsed):
         spec, _ = _basic_spec(shape, parsed, keep_arrays=True)
         result, origin = _basic_spec(shape, parsed, keep_arrays=False)
+        if type(index) is not tuple and parsed[0][0] == _INT:
+            _check_int_update(v._shape, shape)
         upd = _fit(v, result.shape, s)
         if result.shape != spec.shape:
             keep = [j for j, k in enumerate(origin) if parsed[k][0] != _NONE]

@@ -70,9 +70,17 @@ def _with_suffix(file: Any, suffix: str) -> str:
     return path if path.endswith(suffix) else path + suffix
 
 
-def _write(file: Any, suffix: str, data: bytes) -> None:
+def _write(file: Any, suffix: str, data: bytes, fn: str) -> None:
     if _is_path(file):
-        with open(_with_suffix(file, suffix), "wb") as f:
+        path = _with_suffix(file, suffix)
+        try:
+            f = open(path, "wb")
+        except OSError:
+            # MLX's C++ writers report an unopenable path as a RuntimeError.
+            if fn == "save_gguf":
+                raise RuntimeError("[save_gguf] gguf_create failed") from None
+            raise RuntimeError(f"[{fn}] Failed to open file {path}") from None
+        with f:
             f.write(data)
     else:
         file.write(data)
@@ -108,7 +116,7 @@ def save(file: FileLike, arr: array) -> None:
         raise TypeError("save(): incompatible function arguments. The following argument types "
                         "are supported:\n    1. save(file: file | str | pathlib.Path, arr: array)"
                         f" -> None\n\nInvoked with types: {_type_name(file)}, {_type_name(arr)}")
-    _write(file, ".npy", _npy_bytes(arr))
+    _write(file, ".npy", _npy_bytes(arr), "save")
 
 
 class _Reader:
@@ -224,13 +232,21 @@ def _load_npz(file: Any, data: bytes | None, name: str) -> dict[str, array]:
 def save_safetensors(file: FileLike, arrays: dict[str, array],
                      metadata: dict[str, str] | None = None) -> None:
     """Save a dict of arrays (and string metadata) to a ``.safetensors`` file."""
-    if metadata is not None and (not isinstance(metadata, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
+    if not isinstance(arrays, dict) or not (metadata is None or isinstance(metadata, dict)):
+        # nanobind's overload error, as MLX raises it
+        types = ", ".join(_type_name(x) for x in (file, arrays) + (
+            () if metadata is None else (metadata,)))
+        raise TypeError(
+            "save_safetensors(): incompatible function arguments. The following argument types "
+            "are supported:\n    1. save_safetensors(file: file | str | pathlib.Path, arrays: "
+            "dict[str, array], metadata: dict[str, str] | None = None)\n\nInvoked with types: "
+            + types)
+    if not (_is_path(file) or hasattr(file, "write")):
+        raise ValueError("[save_safetensors] Input must be a file-like object, or string")
+    if metadata is not None and not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
         raise ValueError("[save_safetensors] Metadata must be a dictionary with string keys and "
                          "values")
-    if not isinstance(arrays, dict):
-        raise TypeError("save_safetensors(): arrays must be a dict[str, array], got "
-                        f"{_type_name(arrays)}")
     header: dict[str, Any] = {"__metadata__": metadata or None}
     chunks = []
     offset = 0
@@ -246,7 +262,8 @@ def save_safetensors(file: FileLike, arrays: dict[str, array],
         chunks.append(data)
     # Raw UTF-8 keys, as MLX writes them (not \u escapes).
     text = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-    _write(file, ".safetensors", struct.pack("<Q", len(text)) + text + b"".join(chunks))
+    _write(file, ".safetensors", struct.pack("<Q", len(text)) + text + b"".join(chunks),
+           "save_safetensors")
 
 
 def _load_safetensors(data: bytes, name: str) -> tuple[dict[str, array], dict[str, str]]:
@@ -373,7 +390,7 @@ def save_gguf(file: FileLike, arrays: dict[str, array],
     base = len(out)
     for off, data in chunks:
         out += bytes(base + off - len(out)) + data
-    _write(file, ".gguf", bytes(out))
+    _write(file, ".gguf", bytes(out), "save_gguf")
 
 
 class _GGUFReader:

@@ -624,3 +624,8 @@ def det(a: array, *, stream: Any = None) -> array:
         return _det_raw_small(x, s)
     sign_val, logabs = _slogdet_impl(x, s)
     return E.multiply(sign_val, E.exp(logabs, stream=s), stream=s)
+
+
+def __getattr__(name: str):
+    # a missing name reads as in MLX (programs print it): module 'mlx.core.linalg', not our module path
+    raise AttributeError(f"module 'mlx.core.linalg' has no attribute {name!r}")

@@ -87,3 +87,8 @@ def start_capture(path: str) -> None:
 def stop_capture() -> None:
     """Stop a Metal capture: nothing to do."""
     return None
+
+
+def __getattr__(name: str):
+    # a missing name reads as in MLX (programs print it): module 'mlx.core.metal', not our module path
+    raise AttributeError(f"module 'mlx.core.metal' has no attribute {name!r}")

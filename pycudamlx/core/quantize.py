@@ -35,8 +35,10 @@ _AFFINE_BITS = (1, 2, 3, 4, 5, 6, 8)
 _AFFINE_GROUPS = (32, 64, 128)
 
 
-def _params(fn: str, group_size: int | None, bits: int | None, mode: str) -> tuple[int, int]:
-    """Validate mode/group_size/bits as MLX does and fill in the mode's defaults."""
+def _params(fn: str, group_size: int | None, bits: int | None, mode: str,
+            check: bool = True) -> tuple[int, int]:
+    """Validate mode/group_size/bits as MLX does and fill in the mode's defaults (``check``
+    False: the mode only; the caller validates the sizes later via ``_check_sizes``)."""
     if not isinstance(mode, str) or mode not in _MODES:
         raise ValueError(f"[{fn}] Invalid quantization mode '{mode}'.")
     if mode != "affine":
@@ -45,13 +47,18 @@ def _params(fn: str, group_size: int | None, bits: int | None, mode: str) -> tup
             "'affine' is supported.")
     gs = 64 if group_size is None else int(group_size)
     b = 4 if bits is None else int(bits)
+    if check:
+        _check_sizes(fn, gs, b)
+    return gs, b
+
+
+def _check_sizes(fn: str, gs: int, b: int) -> None:
     if gs not in _AFFINE_GROUPS:
         raise ValueError(f"[{fn}] The requested group size {gs} is not supported. The "
                          "supported group sizes are 32, 64, and 128.")
     if b not in _AFFINE_BITS:
         raise ValueError(f"[{fn}] The requested number of bits {b} is not supported. The "
                          "supported bits are 1, 2, 3, 4, 5, 6 and 8.")
-    return gs, b
 
 
 @lru_cache(maxsize=None)

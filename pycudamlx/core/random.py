@@ -532,3 +532,8 @@ def multivariate_normal(mean: array, cov: array, shape: Sequence[int] = (),
     z = normal(out_shape, dtype, 0.0, 1.0, key, s)
     scaled = make(rp.BatchedVecMat(), (z, root), out_shape, dt.float32, s)
     return add(mean, scaled, stream=s)
+
+
+def __getattr__(name: str):
+    # a missing name reads as in MLX (programs print it): Module 'random', not our module path
+    raise AttributeError(f"Module 'random' has no attribute {name!r}")

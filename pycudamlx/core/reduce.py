@@ -348,9 +348,10 @@ def cumsum(a: array, /, axis: int | None = None, *, reverse: bool = False, inclu
 
 
 def cumprod(a: array, /, axis: int | None = None, *, reverse: bool = False,
-            inclusive: bool = True, stream: Any = None) -> array:
-    """Cumulative product in the input dtype."""
-    return _scan("cumprod", a, axis, reverse, inclusive, stream, None)
+            inclusive: bool = True, dtype: dt.Dtype | None = None, stream: Any = None) -> array:
+    """Cumulative product in the input dtype; ``dtype=`` casts the input first (as MLX)."""
+    out = None if dtype is None else dt.to_dtype(dtype, "cumprod")
+    return _scan("cumprod", a, axis, reverse, inclusive, stream, out)
 
 
 def cummax(a: array, /, axis: int | None = None, *, reverse: bool = False,

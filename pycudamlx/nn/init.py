@@ -127,3 +127,8 @@ def orthogonal(gain: float = 1.0, dtype: mx.Dtype = mx.float32) -> Initializer:
         q = q * mx.sign(mx.diag(r))
         return (q[:rows, :cols] * gain).astype(dtype)
     return initializer
+
+
+def __getattr__(name: str):
+    # a missing name reads as in MLX (programs print it): module 'mlx.nn.init', not our module path
+    raise AttributeError(f"module 'mlx.nn.init' has no attribute {name!r}")

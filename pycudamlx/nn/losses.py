@@ -172,8 +172,10 @@ def log_cosh_loss(inputs: mx.array, targets: mx.array,
 def cosine_similarity_loss(x1: mx.array, x2: mx.array, axis: int = 1, eps: float = 1e-08,
                            reduction: Reduction = "none") -> mx.array:
     """Cosine similarity of ``x1`` and ``x2`` along ``axis`` (norm product clamped at eps)."""
+    # the product first: mismatched inputs fail on their full shapes, as in MLX
+    dots = mx.sum(x1 * x2, axis=axis)
     norms = mx.linalg.norm(x1, axis=axis) * mx.linalg.norm(x2, axis=axis)
-    loss = mx.sum(x1 * x2, axis=axis) / mx.maximum(norms, eps)
+    loss = dots / mx.maximum(norms, eps)
     return _reduce(loss, reduction)
 
 
@@ -186,3 +188,8 @@ def margin_ranking_loss(inputs1: mx.array, inputs2: mx.array, targets: mx.array,
                          f"targets.shape={targets.shape}.")
     loss = mx.maximum(0, -targets * (inputs1 - inputs2) + margin)
     return _reduce(loss, reduction)
+
+
+def __getattr__(name: str):
+    # a missing name reads as in MLX (programs print it): module 'mlx.nn.losses', not our module path
+    raise AttributeError(f"module 'mlx.nn.losses' has no attribute {name!r}")
