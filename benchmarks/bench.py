@@ -27,6 +27,9 @@ from typing import Any, Callable
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # peer_memory, for the workloads too
+
+from peer_memory import free as _free  # noqa: E402
 
 log = logging.getLogger("bench")
 
@@ -282,18 +285,6 @@ def _binary_workload(impls: dict[str, Any], reps: int, dtype: str, shape_a: tupl
         del a, b, a_op, got
         _free(impls)
     return results
-
-
-def _free(impls: dict[str, Any]) -> None:
-    import gc
-
-    gc.collect()
-    if "torch" in impls:
-        impls["torch"].torch.cuda.empty_cache()
-    if "cupy" in impls:
-        impls["cupy"].cp.get_default_memory_pool().free_all_blocks()
-    if "mlx-cuda" in impls:
-        impls["mlx-cuda"].mx.clear_cache()
 
 
 def per_op_overhead(impls: dict[str, Any], n_ops: int, sync_every: bool) -> dict[str, float]:

@@ -15,6 +15,7 @@ import logging
 from typing import Any, Callable
 
 import numpy as np
+from peer_memory import free as _free  # noqa: E402
 
 log = logging.getLogger("bench")
 
@@ -27,16 +28,6 @@ def _bf16_exact(x: np.ndarray) -> np.ndarray:
     import ml_dtypes
 
     return x.astype(ml_dtypes.bfloat16).astype(np.float32)
-
-
-def _free(impls: dict[str, Any]) -> None:
-    import gc
-
-    gc.collect()
-    if "torch" in impls:
-        impls["torch"].torch.cuda.empty_cache()
-    if "mlx-cuda" in impls:
-        impls["mlx-cuda"].mx.clear_cache()
 
 
 def _run(impls: dict[str, Any], reps: int, make: dict[str, Callable[[Any], tuple]],

@@ -16,19 +16,12 @@ import logging
 from typing import Any, Callable
 
 import numpy as np
+from peer_memory import free as _free  # noqa: E402
 
 log = logging.getLogger("bench")
 
 N_SRC = 1 << 26
 N_IDX = 1 << 24
-
-
-def _free(impls: dict[str, Any]) -> None:
-    import gc
-
-    gc.collect()
-    if "torch" in impls:
-        impls["torch"].torch.cuda.empty_cache()
 
 
 def _run(impls: dict[str, Any], reps: int, make: dict[str, Callable[[Any], tuple]],

@@ -15,6 +15,7 @@ import os
 from typing import Any
 
 import numpy as np
+from peer_memory import free as _free  # noqa: E402
 
 log = logging.getLogger("bench")
 
@@ -152,22 +153,6 @@ def matmul_workload(impls: dict[str, Any], reps: int, dtype: str, tf32: bool = F
         results[name] = flops / (ms * 1e-3) / 1e12
         _free(impls)
     return results
-
-
-def _free(impls: dict[str, Any]) -> None:
-    """Give each peer's cached memory back between rows (bench.py's _free; this module is
-    loaded by bench.py, which may itself be __main__, so it is not imported back)."""
-    import gc
-
-    gc.collect()
-    if "torch" in impls:
-        impls["torch"].torch.cuda.empty_cache()
-    if "cupy" in impls:
-        impls["cupy"].cp.get_default_memory_pool().free_all_blocks()
-    if "mlx-cuda" in impls:
-        impls["mlx-cuda"].mx.clear_cache()
-    if "pycudamlx" in impls:
-        impls["pycudamlx"].mx.clear_cache()
 
 
 WORKLOADS = {

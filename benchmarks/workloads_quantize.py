@@ -13,26 +13,16 @@ reads 4x fewer weight bytes. Every result is checked against numpy float64.
 
 from __future__ import annotations
 
-import gc
 import logging
 from typing import Any, Callable
 
 import numpy as np
+from peer_memory import free as _free  # noqa: E402
 
 log = logging.getLogger("bench")
 
 _N = _K = 4096
 _GS, _BITS = 64, 4
-
-
-def _free(impls: dict[str, Any]) -> None:
-    gc.collect()
-    if "torch" in impls:
-        impls["torch"].torch.cuda.empty_cache()
-    if "cupy" in impls:
-        impls["cupy"].cp.get_default_memory_pool().free_all_blocks()
-    if "mlx-cuda" in impls:
-        impls["mlx-cuda"].mx.clear_cache()
 
 
 def _weights() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

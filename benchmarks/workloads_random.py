@@ -12,6 +12,7 @@ import logging
 from typing import Any, Callable
 
 import numpy as np
+from peer_memory import free as _free  # noqa: E402
 
 log = logging.getLogger("bench")
 
@@ -102,18 +103,6 @@ def uniform_workload(impls: dict[str, Any], reps: int, seed: int = 7) -> dict[st
         del got
         _free(impls)
     return results
-
-
-def _free(impls: dict[str, Any]) -> None:
-    import gc
-
-    gc.collect()
-    if "torch" in impls:
-        impls["torch"].torch.cuda.empty_cache()
-    if "cupy" in impls:
-        impls["cupy"].cp.get_default_memory_pool().free_all_blocks()
-    if "mlx-cuda" in impls:
-        impls["mlx-cuda"].mx.clear_cache()
 
 
 WORKLOADS: dict[str, tuple[str, str, Callable[..., dict[str, float]]]] = {

@@ -13,23 +13,13 @@ result checked against numpy before its figure counts.
 
 from __future__ import annotations
 
-import gc
 import logging
 from typing import Any, Callable
 
 import numpy as np
+from peer_memory import free as _free  # noqa: E402
 
 log = logging.getLogger("bench.reduce")
-
-
-def _free(impls: dict[str, Any]) -> None:
-    gc.collect()
-    if "torch" in impls:
-        impls["torch"].torch.cuda.empty_cache()
-    if "cupy" in impls:
-        impls["cupy"].cp.get_default_memory_pool().free_all_blocks()
-    if "mlx-cuda" in impls:
-        impls["mlx-cuda"].mx.clear_cache()
 
 
 def _run(impls: dict[str, Any], reps: int, host: np.ndarray, nbytes: int,
