@@ -194,6 +194,14 @@ def test_unary_special_values_on_gpu(op, dtype):
         x = _SPECIAL.astype(NP_STORAGE[dtype]).astype(np.float64)
     if op in ("tan", "sin", "cos"):  # libm and CUDA reduce huge arguments differently
         x = x[~(np.abs(x) > 1e3)]
+    if op == "exp" and dtype in ("float32", "bfloat16"):
+        # MLX's CPU exp (a float32 polynomial, which our CPU backend reproduces) overflows to
+        # inf from x = 88.38 and flushes to 0 below -87.3; the GPU computes CUDA's expf, as
+        # MLX's CUDA build does, which is finite up to 88.72 and gradual below.
+        edge = np.abs(x) == 88.5
+        got = np.array(pm.exp(pm.array(x[edge], _dt(dtype)), stream=pm.gpu)).astype(np.float64)
+        np.testing.assert_allclose(got, np.exp(x[edge]), rtol=1e-2, atol=1e-37)
+        x = x[~edge]
     _gpu_matches_cpu(op, pm.array(x, _dt(dtype)))
 
 

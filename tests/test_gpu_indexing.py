@@ -97,6 +97,21 @@ def test_take_out_of_range_reads_zero_on_the_gpu():
     np.testing.assert_array_equal(np.array(lazy), [2, 0])
 
 
+def test_mixed_int32_int64_index_arrays_gather_and_scatter():
+    # vmap and autodiff rules pair int32 position arrays with a user's int64 indices
+    x = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    i32 = np.array([2, 0, 1, 2], np.int32)
+    i64 = np.array([[3], [1]], np.int64)
+    xs = on_gpu(to_ours(x))
+    with pm.stream(pm.gpu):
+        got = xs[pm.array(i32), :, pm.array(i64)]
+        upd = xs.at[pm.array(i32), 1, pm.array(i64)].add(pm.array(np.float32(10)))
+    np.testing.assert_array_equal(np.array(got), x[i32, :, i64])
+    want = x.copy()
+    np.add.at(want, (np.broadcast_to(i32, (2, 4)), 1, np.broadcast_to(i64, (2, 4))), 10)
+    np.testing.assert_array_equal(np.array(upd), want)
+
+
 def test_take_large_multi_block():
     n = (1 << 20) + 3
     src = np.random.default_rng(0).standard_normal(n).astype(np.float32)

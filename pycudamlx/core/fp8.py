@@ -27,6 +27,7 @@ __all__ = ["to_fp8", "from_fp8"]
 _FP8_MAX = 448.0
 _MIN_NORMAL = 2.0 ** -6     # below: subnormals, multiples of 2^-9
 _SUBNORMAL_STEP = 2.0 ** 9
+_UINT_OF_WIDTH = {16: dt.uint16, 32: dt.uint32, 64: dt.uint64}
 
 
 def _real_float(d: dt.Dtype) -> bool:
@@ -43,7 +44,11 @@ def to_fp8(x: array, /, *, stream: Any = None) -> array:
                          f"{x.dtype.name}.")
     s = stream
     f = x.astype(dt.float32, stream=s)
-    sign = right_shift(view(f, dt.uint32, stream=s), 31, stream=s)     # -0.0 keeps its sign
+    # the sign from x's own bits: -0.0 keeps its sign, and so does a NaN, which the GPU's
+    # float16/float64 -> float32 conversion turns into the positive canonical NaN
+    width = x.dtype.size * 8
+    sign = right_shift(view(x, _UINT_OF_WIDTH[width], stream=s), width - 1, stream=s)
+    sign = sign.astype(dt.uint32, stream=s)
     a = where(isnan(f, stream=s), _FP8_MAX, clip(abs(f, stream=s), None, _FP8_MAX, stream=s),
               stream=s)
     bits = view(a, dt.uint32, stream=s)

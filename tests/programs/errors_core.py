@@ -1,6 +1,7 @@
 """Common mistakes MLX users make with array ops, and what MLX says about them: shape
 mismatches, bad axes, indexing, dtype conversions, creation, random, fft, linalg, einsum."""
 # compare: text
+# gpu-differs: inv_gpu
 import os
 import tempfile
 

@@ -468,6 +468,16 @@ def _bcast_strides(x: Any, shape: Sequence[int]) -> list[int]:
                          for e, s, t in zip(x.shape, x.strides, shape[lead:])]
 
 
+def _one_index_dtype(indices: Sequence[Any], stream: Any) -> Sequence[Any]:
+    """The index arrays in one dtype, as the GPU gather/scatter kernels read them: int32 ones
+    widened to int64 copies when int64 ones are among them (vmap and autodiff rules add int32
+    position arrays to a user's int64 indices)."""
+    if len({i.dtype for i in indices}) < 2:
+        return indices
+    return [i if i.dtype == dt.int64 else gpu_contiguous_copy(i, dt.int64, stream)
+            for i in indices]
+
+
 def _zero_invalid(out: np.ndarray, valid: np.ndarray) -> np.ndarray:
     if not valid.all():
         out = np.array(out, copy=True)
@@ -519,7 +529,7 @@ class Gather(Primitive):
         strides = [0] * nb + [src.strides[d] for d in rest]
         ops = [indexing.IndexOperand(i, _bcast_strides(i, self.bshape) + [0] * len(rest),
                                      src.strides[ax], src.shape[ax], src.shape[ax] - 1)
-               for i, ax in zip(inputs[1:], self.axes)]
+               for i, ax in zip(_one_index_dtype(inputs[1:], stream), self.axes)]
         indexing.gather(src, out, strides, ops, stream, fill=True)
         return [out]
 
@@ -736,7 +746,7 @@ class Scatter(Primitive):
         dst_strides = [0] * nb + [dst.strides[d] for d in rest]
         ops = [indexing.IndexOperand(i, _bcast_strides(i, self.bshape) + [0] * len(rest),
                                      dst.strides[ax], dst.shape[ax], dst.shape[ax] - 1)
-               for i, ax in zip(inputs[2:], self.axes)]
+               for i, ax in zip(_one_index_dtype(inputs[2:], stream), self.axes)]
         indexing.scatter(upd, dst, shape, dst_strides, _bcast_strides(upd, shape), ops, stream,
                          skip=True, unique=False, op=self.op)
         return [out]
