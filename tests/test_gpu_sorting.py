@@ -75,6 +75,50 @@ def test_large_float32_and_distinct_values():
     same(lambda a: pm.sort(a), x)
 
 
+def _bits_as_cpu(fn, x: np.ndarray, cpu_fn=None) -> None:
+    """fn on the GPU gives the CPU's result (of cpu_fn where given) bit for bit: the sign of
+    each zero, NaN payloads."""
+    with pm.stream(pm.cpu):
+        want = host((cpu_fn or fn)(ours(x)))
+    with pm.stream(pm.gpu):
+        got = fn(on_gpu(x))
+        pm.eval(got)
+    assert type(got._data).__name__ == "GpuArray"
+    np.testing.assert_array_equal(host(got).view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("n", [2049, 4096, 4097, 70001])
+def test_onesweep_float32_keeps_stable_order_of_zeros_and_nans(n):
+    # the onesweep sort orders keys by their bits (-0.0 before 0.0, NaNs by payload); MLX's
+    # stable sort keeps the input order of equal values, which the fix-up pass restores
+    rng = np.random.default_rng(n)
+    bits = rng.integers(0, 2**32, (5, n), dtype=np.uint64).astype(np.uint32)
+    x = bits.view(np.float32).copy()
+    pick = rng.random((5, n))
+    x[pick < 0.2] = 0.0
+    x[(pick >= 0.2) & (pick < 0.35)] = -0.0
+    nan_bits = rng.choice(np.array([0x7FC00000, 0xFFC00000, 0x7F800001, 0xFFFFFFFF, 0x7FC0BEEF],
+                                   np.uint32), (5, n))
+    x[pick > 0.9] = nan_bits[pick > 0.9].view(np.float32)
+    x[1] = np.where(x[1] == 0, np.float32(0.0), x[1])     # zeros of one sign: no fix needed
+    x[2, : n // 2] = -0.0                                  # long runs
+    x[3] = np.float32(np.nan)
+    x[4] = rng.standard_normal(n).astype(np.float32)       # no zeros, no NaNs
+    _bits_as_cpu(pm.sort, x)
+    _bits_as_cpu(lambda a: pm.sort(a, axis=None), x)
+    # the GPU's topk: sorted positions n - k.. of each row (the CPU keeps MLX's CPU order)
+    _bits_as_cpu(lambda a: pm.topk(a, 1000, axis=-1), x, lambda a: pm.sort(a)[:, n - 1000:])
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32"])
+def test_onesweep_integers_every_bit_pattern(dtype):
+    rng = np.random.default_rng(9)
+    x = rng.integers(0, 2**32, (3, 70001), dtype=np.uint64).astype(np.uint32).view(dtype)
+    x[1, ::3] = x[1, 0]                                    # ties
+    same(lambda a: pm.sort(a), x)
+    same(lambda a: pm.sort(a, axis=None), x)
+
+
 def test_many_rows_and_axes():
     x = tied((70000, 5), "float32", 3)
     same(lambda a: pm.sort(a, axis=-1), x)

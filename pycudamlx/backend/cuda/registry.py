@@ -434,6 +434,10 @@ SORT_KEY_TYPES: dict[str, str] = {
     "float64": "uint64_t", "complex64": "uint64_t",
 }
 
+#: dtypes whose values-only sorts of long rows take the onesweep radix sort (4-byte keys that
+#: map one-to-one to their values, sort.cu OrderKey).
+ONESWEEP_DTYPES: tuple[str, ...] = ("float32", "int32", "uint32")
+
 
 @functools.lru_cache(maxsize=None)
 def sort_module(dtype: str) -> ModuleSpec:
@@ -451,6 +455,14 @@ def sort_module(dtype: str) -> ModuleSpec:
                 for f in ("true", "false")]
     kernels += [KernelSpec(f"radix_scatter<{t}, {f}, {last}>", ("ptr",) * 9 + (
         "i64", "i32", "i64", "i64", "i32")) for f in ("true", "false") for last in ("true", "false")]
+    if dtype in ONESWEEP_DTYPES:
+        kernels += [
+            KernelSpec(f"onesweep_upsweep<{t}>", ("ptr", "ptr", "ptr", "ptr", "i64", "i64")),
+            KernelSpec(f"onesweep_fix<{t}>", ("ptr", "ptr", "ptr", "ptr", "i64", "i64", "i64")),
+        ]
+        kernels += [KernelSpec(f"onesweep_pass<{t}, {f}, {last}>", ("ptr",) * 6 + (
+            "i64", "i32", "i64", "i64")) for f, last in (("true", "false"), ("false", "false"),
+                                                          ("false", "true"))]
     kernels += [
         KernelSpec(f"searchsorted<{t}>", ("ptr", "i64", "i64", "ptr", "ptr", "i64", "i32")),
         KernelSpec(f"unique_flags<{t}>", ("ptr", "ptr", "i64")),

@@ -2,8 +2,9 @@
 
 The sorted axis is moved last (a view; a contiguous copy when the rows are not contiguous), so
 the kernels see ``rows`` contiguous rows of ``n`` elements. Rows of up to 2,048 elements are
-sorted by one block each (bitonic, in shared memory); longer rows by an LSD radix sort of
-(key, index) pairs, 8 bits per pass, one pass per key byte. The output is written contiguous in
+sorted by one block each (bitonic, in shared memory); longer rows by a radix sort, 8 bits per
+pass, one pass per key byte: for a values-only sort of 4-byte keys the onesweep sort of the keys
+alone (the key maps one-to-one to its value), otherwise an LSD sort of (key, index) pairs. The output is written contiguous in
 the moved layout and returned as a strided view in the input's axis order.
 """
 
@@ -21,6 +22,9 @@ BLOCK = 256
 SCAN_SEG = 4096            # elements per block of the two-level uint32 scan (unique)
 SERIAL_SCAN_MAX = 32       # radix tiles per row up to which a thread scans a whole segment
 _MAX_GRID = 2**31 - 1
+ONESWEEP_TILE = 256 * 16   # keys per tile of the onesweep passes (sort.cu ONESWEEP_TILE)
+ONESWEEP_UP_TILES = 4      # tiles per block of the onesweep upsweep
+ONESWEEP_MAX_ROW = 2**30   # look-back status words hold counts below this
 _KEY_DTYPES = {"uint8_t": dt.uint8, "uint16_t": dt.uint16, "uint32_t": dt.uint32,
                "uint64_t": dt.uint64}
 
@@ -78,7 +82,46 @@ def sort_rows(x: Any, rows: int, n: int, m: int, start: int, out_val: Any | None
                    0 if out_val is None else _ptr(out_val) + r0 * m * vsz,
                    0 if out_idx is None else _ptr(out_idx) + r0 * m * isz, nr, n, m, start)
         return
-    _radix_rows(mod, x, rows, n, m, start, out_val, out_idx, stream)
+    if out_idx is None and x.dtype.name in registry.ONESWEEP_DTYPES and n < ONESWEEP_MAX_ROW:
+        _onesweep_rows(mod, x, rows, n, m, start, out_val, stream)
+    else:
+        _radix_rows(mod, x, rows, n, m, start, out_val, out_idx, stream)
+
+
+def _onesweep_rows(mod: compiler.LoadedModule, x: Any, rows: int, n: int, m: int, start: int,
+                   out_val: Any, stream: CudaStream) -> None:
+    """Values only, 4-byte keys: one upsweep for all four digit histograms, then one pass per
+    key byte (rank, look back, scatter), then the zero/NaN fix-up for float rows."""
+    t = x.dtype.c_type
+    tiles = -(-n // ONESWEEP_TILE)
+    blocks = rows * tiles
+    if blocks > _MAX_GRID:
+        raise ValueError(f"[sort] {rows} rows of {n} elements exceed the radix sort's grid.")
+    # one zeroed scratch: digit histograms, the four passes' tile counters, float row stats,
+    # the four passes' look-back status words; tile_counts is written whole by the upsweep
+    hist_words, stats_words, status_words = rows * 4 * 256, rows * 4, blocks * 256
+    zeroed = _scratch((hist_words + 4 + stats_words + 4 * status_words,), dt.uint32, stream)
+    elementwise.fill(zeroed, b"\0\0\0\0", stream)
+    base = _ptr(zeroed)
+    hist, counters = base, base + 4 * hist_words
+    stats = counters + 16
+    status = stats + 4 * stats_words
+    is_float = x.dtype == dt.float32
+    tile_counts = _scratch((blocks,), dt.uint32, stream) if is_float else None
+    keys = [_scratch((rows * n,), dt.uint32, stream) for _ in range(2)]
+    chunks = -(-tiles // ONESWEEP_UP_TILES)
+    mod[f"onesweep_upsweep<{t}>"](rows * chunks, 256, stream, _ptr(x), hist, _p(tile_counts),
+                                   stats if is_float else 0, n, tiles)
+    src = _ptr(x)
+    for p, variant in enumerate(("true, false", "false, false", "false, false", "false, true")):
+        kout = _ptr(keys[p % 2]) if p < 3 else 0
+        mod[f"onesweep_pass<{t}, {variant}>"](
+            blocks, 256, stream, src, kout, _ptr(out_val) if p == 3 else 0, hist,
+            status + 4 * p * status_words, counters + 4 * p, n, p, tiles, start)
+        src = kout
+    if is_float:
+        mod[f"onesweep_fix<{t}>"](blocks, 256, stream, _ptr(x), _ptr(out_val), _ptr(tile_counts),
+                                  stats, n, tiles, start)
 
 
 def _radix_rows(mod: compiler.LoadedModule, x: Any, rows: int, n: int, m: int, start: int,

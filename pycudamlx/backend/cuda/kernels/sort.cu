@@ -398,6 +398,292 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
   }
 }
 
+// ---- onesweep radix sort (values only, 4-byte keys) -------------------------------------------
+//
+// For a sort that wants values only, the key can carry the value itself if the key map is a
+// bijection: OrderKey<T> (for float a total order: -0.0 just below 0.0, NaNs last, so a value is
+// recovered from its key and no index travels with it). The passes, after Adinets & Merrill's
+// "Onesweep" (2022): onesweep_upsweep reads the input once for all four digit histograms; each
+// onesweep_pass then ranks a tile, finds every digit's global offset by a decoupled look-back over
+// the tiles before it (tiles are numbered in the order blocks start, so a block only ever waits on
+// a block that runs) and scatters the tile in runs per digit. The bijection orders equal floats
+// by bits (-0.0 before 0.0, NaNs by payload) where MLX's stable sort keeps the input order: for a
+// row holding both zeros or any NaN, onesweep_fix rewrites the zero and NaN runs in input order.
+
+#define ONESWEEP_ITEMS 16
+#define ONESWEEP_TILE (RADIX_THREADS * ONESWEEP_ITEMS)
+#define ONESWEEP_UP_TILES 4                   // tiles per upsweep block
+#define LOOKBACK_AGGREGATE (1u << 30)           // status word: the tile's own digit count
+#define LOOKBACK_PREFIX (2u << 30)              // status word: the count through this tile
+#define LOOKBACK_VALUE 0x3fffffffu
+
+template <typename T> struct OrderKey;
+template <> struct OrderKey<uint32_t> {
+  static PCM_DEVICE uint32_t get(uint32_t v) { return v; }
+  static PCM_DEVICE uint32_t value(uint32_t k) { return k; }
+};
+template <> struct OrderKey<int32_t> {
+  static PCM_DEVICE uint32_t get(int32_t v) { return (uint32_t)v ^ 0x80000000u; }
+  static PCM_DEVICE int32_t value(uint32_t k) { return (int32_t)(k ^ 0x80000000u); }
+};
+template <> struct OrderKey<float> {
+  // the usual sign flip puts negative NaNs (keys 0..0x7ffffe) first: move them to the top
+  static PCM_DEVICE uint32_t get(float f) {
+    const uint32_t u = __float_as_uint(f);
+    const uint32_t k = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return k < 0x7fffffu ? k + 0xff800001u : k - 0x7fffffu;
+  }
+  static PCM_DEVICE float value(uint32_t k) {
+    k = k >= 0xff800001u ? k - 0xff800001u : k + 0x7fffffu;
+    return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+  }
+};
+
+// What onesweep_fix needs to know of a value: bit 0 zero, 1 NaN, 2 negative zero, 3 negative
+// (neither zero nor NaN). Nothing for the integer types.
+#define CLASS_ZERO 1u
+#define CLASS_NAN 2u
+#define CLASS_NEG_ZERO 4u
+#define CLASS_NEG 8u
+template <typename T> PCM_DEVICE uint32_t float_class(T) { return 0u; }
+template <> PCM_DEVICE uint32_t float_class<float>(float v) {
+  if (v != v) return CLASS_NAN;
+  if (v == 0.0f) return (__float_as_uint(v) >> 31) ? CLASS_ZERO | CLASS_NEG_ZERO : CLASS_ZERO;
+  return v < 0.0f ? CLASS_NEG : 0u;
+}
+
+// hist[(row * 4 + pass) * 256 + digit] += the row's count of digit in key byte ``pass`` (hist
+// zeroed by the launcher; grid: rows * ceil(tiles / ONESWEEP_UP_TILES)). For float, also
+// tile_counts[row * tiles + tile] = zeros | NaNs << 16 and row_stats[row * 4 + ...] += negative
+// (non-zero, non-NaN) values, zeros, negative zeros, NaNs, for onesweep_fix.
+template <typename T>
+__global__ void __launch_bounds__(RADIX_THREADS) onesweep_upsweep(
+    const T* __restrict__ in, uint32_t* __restrict__ hist, uint32_t* __restrict__ tile_counts,
+    uint32_t* __restrict__ row_stats, int64_t n, int64_t tiles) {
+  __shared__ uint32_t h[4][256];
+  __shared__ uint32_t stats[4];
+  __shared__ uint32_t tile_zn;
+  const int t = threadIdx.x, lane = t & 31;
+  const int64_t chunks = (tiles + ONESWEEP_UP_TILES - 1) / ONESWEEP_UP_TILES;
+  const int64_t row = blockIdx.x / chunks, chunk = blockIdx.x % chunks;
+#pragma unroll
+  for (int p = 0; p < 4; ++p) h[p][t] = 0;
+  if (t < 4) stats[t] = 0;
+  const T* src = in + row * n;
+  const int64_t tile_end = (chunk + 1) * ONESWEEP_UP_TILES < tiles ? (chunk + 1) * ONESWEEP_UP_TILES
+                                                                   : tiles;
+  for (int64_t tile = chunk * ONESWEEP_UP_TILES; tile < tile_end; ++tile) {
+    if (t == 0) tile_zn = 0;
+    __syncthreads();
+    uint32_t zn = 0, neg = 0, negzero = 0;
+#pragma unroll 4
+    for (int c = 0; c < ONESWEEP_ITEMS; ++c) {
+      const int64_t e = tile * ONESWEEP_TILE + c * RADIX_THREADS + t;
+      if (e < n) {
+        const T v = src[e];
+        const uint32_t k = OrderKey<T>::get(v);
+#pragma unroll
+        for (int p = 0; p < 4; ++p) atomicAdd(&h[p][(k >> (8 * p)) & 255u], 1u);
+        const uint32_t cls = float_class<T>(v);
+        zn += (cls & CLASS_ZERO) + ((cls & CLASS_NAN) << 15);
+        negzero += (cls >> 2) & 1u;
+        neg += cls >> 3;
+      }
+    }
+    if (tile_counts) {
+      for (int o = 16; o > 0; o >>= 1) {
+        zn += __shfl_down_sync(0xffffffffu, zn, o);
+        neg += __shfl_down_sync(0xffffffffu, neg, o);
+        negzero += __shfl_down_sync(0xffffffffu, negzero, o);
+      }
+      if (lane == 0 && (zn | neg | negzero)) {
+        atomicAdd(&tile_zn, zn);
+        atomicAdd(&stats[0], neg);
+        atomicAdd(&stats[1], zn & 0xffffu);
+        atomicAdd(&stats[2], negzero);
+        atomicAdd(&stats[3], zn >> 16);
+      }
+      __syncthreads();
+      if (t == 0) tile_counts[row * tiles + tile] = tile_zn;
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    if (h[p][t]) atomicAdd(&hist[(row * 4 + p) * 256 + t], h[p][t]);
+  }
+  if (tile_counts && t < 4 && stats[t]) atomicAdd(&row_stats[row * 4 + t], stats[t]);
+}
+
+// One pass over key byte ``pass``: FIRST reads the input and makes keys, LAST writes the values
+// of sorted positions start.. of each row (rows of m = n - start) to out_val, the others write
+// keys to kout. status: rows * tiles * 256 words, zeroed; counter: this pass's tile counter,
+// zeroed. Grid: rows * tiles blocks.
+template <typename T, bool FIRST, bool LAST>
+__global__ void __launch_bounds__(RADIX_THREADS) onesweep_pass(
+    const void* __restrict__ src, uint32_t* __restrict__ kout, T* __restrict__ out_val,
+    const uint32_t* __restrict__ hist, uint32_t* status, uint32_t* __restrict__ counter,
+    int64_t n, int pass, int64_t tiles, int64_t start) {
+  __shared__ uint32_t skey[ONESWEEP_TILE];
+  __shared__ uint32_t wcount[RADIX_THREADS / 32][256];
+  __shared__ uint32_t gbase[256];
+  __shared__ uint32_t lstart[256];
+  __shared__ uint32_t warp_tot[RADIX_THREADS / 32];
+  __shared__ uint32_t tile_id;
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  const int shift = 8 * pass;
+  if (t == 0) tile_id = atomicAdd(counter, 1u);
+#pragma unroll
+  for (int w = 0; w < RADIX_THREADS / 32; ++w) wcount[w][t] = 0;
+  __syncthreads();
+  const int64_t id = tile_id;
+  const int64_t row = id / tiles, tile = id % tiles;
+  const int64_t base = tile * ONESWEEP_TILE;
+  const int count = (int)(n - base < ONESWEEP_TILE ? n - base : (int64_t)ONESWEEP_TILE);
+  const int64_t off = row * n;
+
+  uint32_t key[ONESWEEP_ITEMS];
+  uint32_t rank[ONESWEEP_ITEMS];
+  const uint32_t lt_mask = (1u << lane) - 1u;
+  const int wbase = warp * 32 * ONESWEEP_ITEMS;
+#pragma unroll
+  for (int c = 0; c < ONESWEEP_ITEMS; ++c) {
+    const int e = wbase + c * 32 + lane;
+    if (e < count) {
+      key[c] = FIRST ? OrderKey<T>::get(((const T*)src)[off + base + e])
+                     : ((const uint32_t*)src)[off + base + e];
+    }
+  }
+  // Rank as radix_scatter does: each warp its contiguous part in order, match_any groups.
+#pragma unroll
+  for (int c = 0; c < ONESWEEP_ITEMS; ++c) {
+    const bool valid = wbase + c * 32 + lane < count;
+    const uint32_t d = valid ? (key[c] >> shift) & 255u : 256u;
+    const uint32_t peers = __match_any_sync(0xffffffffu, d);
+    const int leader = __ffs(peers) - 1;
+    uint32_t before = 0;
+    if (valid && lane == leader) before = wcount[warp][d];
+    before = __shfl_sync(0xffffffffu, before, leader);
+    rank[c] = before + __popc(peers & lt_mask);
+    if (valid && lane == leader) wcount[warp][d] = before + __popc(peers);
+    __syncwarp();
+  }
+  __syncthreads();
+  uint32_t run = 0;  // digit t's count in this tile; each warp's start within the digit
+#pragma unroll
+  for (int w = 0; w < RADIX_THREADS / 32; ++w) {
+    const uint32_t v = wcount[w][t];
+    wcount[w][t] = run;
+    run += v;
+  }
+  // Publish this tile's count of digit t, then add up the tiles before it: their counts until
+  // one that has published its running total (a prefix).
+  volatile uint32_t* st = status;
+  uint32_t* mine = status + id * 256 + t;
+  if (tile == 0) {
+    *(volatile uint32_t*)mine = LOOKBACK_PREFIX | run;
+  } else {
+    *(volatile uint32_t*)mine = LOOKBACK_AGGREGATE | run;
+  }
+  uint32_t before = 0;
+  if (tile > 0) {
+    int64_t j = id - 1;
+    while (true) {
+      const uint32_t s = st[j * 256 + t];
+      if (s == 0) continue;  // that tile has not published yet: it is running, wait
+      before += s & LOOKBACK_VALUE;
+      if (s & LOOKBACK_PREFIX) break;
+      --j;
+    }
+    *(volatile uint32_t*)mine = LOOKBACK_PREFIX | (before + run);
+  }
+  const uint32_t digit_start = block_exclusive_scan256(hist[(row * 4 + pass) * 256 + t],
+                                                       warp_tot);
+  gbase[t] = digit_start + before;
+  lstart[t] = block_exclusive_scan256(run, warp_tot);
+  __syncthreads();
+#pragma unroll
+  for (int c = 0; c < ONESWEEP_ITEMS; ++c) {
+    if (wbase + c * 32 + lane < count) {
+      const uint32_t d = (key[c] >> shift) & 255u;
+      skey[lstart[d] + wcount[warp][d] + rank[c]] = key[c];
+    }
+  }
+  __syncthreads();
+  const int64_t m = n - start;
+  for (int s = t; s < count; s += RADIX_THREADS) {
+    const uint32_t k = skey[s];
+    const uint32_t d = (k >> shift) & 255u;
+    const int64_t g = (int64_t)gbase[d] + (s - (int64_t)lstart[d]);
+    if (LAST) {
+      if (g >= start) out_val[row * m + g - start] = OrderKey<T>::value(k);
+    } else {
+      kout[off + g] = k;
+    }
+  }
+}
+
+// MLX's stable order for the zeros and NaNs of a float row (a no-op for rows with no NaN and
+// zeros of one sign): each tile writes its zeros and NaNs, in input order, into the zero run
+// (after the row's negative values) and the NaN run (the row's end). Grid: rows * tiles.
+template <typename T>
+__global__ void __launch_bounds__(RADIX_THREADS) onesweep_fix(
+    const T* __restrict__ in, T* __restrict__ out_val, const uint32_t* __restrict__ tile_counts,
+    const uint32_t* __restrict__ row_stats, int64_t n, int64_t tiles, int64_t start) {
+  __shared__ uint32_t warp_tot[RADIX_THREADS / 32];
+  __shared__ uint32_t red[RADIX_THREADS / 32];
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  const int64_t row = blockIdx.x / tiles, tile = blockIdx.x % tiles;
+  const uint32_t neg = row_stats[row * 4], zeros = row_stats[row * 4 + 1];
+  const uint32_t negzero = row_stats[row * 4 + 2], nans = row_stats[row * 4 + 3];
+  if (nans == 0 && (negzero == 0 || negzero == zeros)) return;
+  const uint32_t mine = tile_counts[row * tiles + tile];
+  if (mine == 0) return;
+  // zeros (low 16 bits) and NaNs (high) in this row's tiles before this one; totals up to
+  // 2^30 each, so the two are summed apart
+  uint32_t zb = 0, nb = 0;
+  for (int64_t j = t; j < tile; j += RADIX_THREADS) {
+    const uint32_t c = tile_counts[row * tiles + j];
+    zb += c & 0xffffu;
+    nb += c >> 16;
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    zb += __shfl_down_sync(0xffffffffu, zb, o);
+    nb += __shfl_down_sync(0xffffffffu, nb, o);
+  }
+  if (lane == 0) { red[warp] = zb; warp_tot[warp] = nb; }
+  __syncthreads();
+  zb = 0;
+  nb = 0;
+#pragma unroll
+  for (int w = 0; w < RADIX_THREADS / 32; ++w) { zb += red[w]; nb += warp_tot[w]; }
+  __syncthreads();
+  // this thread's ONESWEEP_ITEMS consecutive elements, ranked by a block scan
+  const int64_t base = tile * ONESWEEP_TILE + (int64_t)t * ONESWEEP_ITEMS;
+  const T* src = in + row * n;
+  uint32_t nz = 0, nn = 0;
+  for (int c = 0; c < ONESWEEP_ITEMS; ++c) {
+    if (base + c < n) {
+      const uint32_t cls = float_class<T>(src[base + c]);
+      nz += cls & CLASS_ZERO;
+      nn += (cls & CLASS_NAN) >> 1;
+    }
+  }
+  uint32_t rz = block_exclusive_scan256(nz, warp_tot);
+  uint32_t rn = block_exclusive_scan256(nn, warp_tot);
+  const int64_t m = n - start;
+  for (int c = 0; c < ONESWEEP_ITEMS; ++c) {
+    if (base + c < n) {
+      const T v = src[base + c];
+      const uint32_t cls = float_class<T>(v);
+      if (cls & (CLASS_ZERO | CLASS_NAN)) {
+        const int64_t g = (cls & CLASS_NAN) ? (n - nans) + nb + rn++ : (int64_t)neg + zb + rz++;
+        if (g >= start) out_val[row * m + g - start] = v;
+      }
+    }
+  }
+}
+
 // ---- searchsorted ---------------------------------------------------------------------------
 
 template <typename T>
