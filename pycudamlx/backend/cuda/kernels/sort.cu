@@ -410,9 +410,17 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
 // by bits (-0.0 before 0.0, NaNs by payload) where MLX's stable sort keeps the input order: for a
 // row holding both zeros or any NaN, onesweep_fix rewrites the zero and NaN runs in input order.
 
+// (overridable for scripts/tune_sort.py; sorting.py's ONESWEEP_TILE/UP_TILES must match)
+#ifndef ONESWEEP_ITEMS
 #define ONESWEEP_ITEMS 16
+#endif
+#ifndef ONESWEEP_MIN_BLOCKS
+#define ONESWEEP_MIN_BLOCKS 1                   // per SM, for __launch_bounds__
+#endif
+#ifndef ONESWEEP_UP_TILES
+#define ONESWEEP_UP_TILES 4                     // tiles per upsweep block
+#endif
 #define ONESWEEP_TILE (RADIX_THREADS * ONESWEEP_ITEMS)
-#define ONESWEEP_UP_TILES 4                   // tiles per upsweep block
 #define LOOKBACK_AGGREGATE (1u << 30)           // status word: the tile's own digit count
 #define LOOKBACK_PREFIX (2u << 30)              // status word: the count through this tile
 #define LOOKBACK_VALUE 0x3fffffffu
@@ -520,7 +528,7 @@ __global__ void __launch_bounds__(RADIX_THREADS) onesweep_upsweep(
 // keys to kout. status: rows * tiles * 256 words, zeroed; counter: this pass's tile counter,
 // zeroed. Grid: rows * tiles blocks.
 template <typename T, bool FIRST, bool LAST>
-__global__ void __launch_bounds__(RADIX_THREADS) onesweep_pass(
+__global__ void __launch_bounds__(RADIX_THREADS, ONESWEEP_MIN_BLOCKS) onesweep_pass(
     const void* __restrict__ src, uint32_t* __restrict__ kout, T* __restrict__ out_val,
     const uint32_t* __restrict__ hist, uint32_t* status, uint32_t* __restrict__ counter,
     int64_t n, int pass, int64_t tiles, int64_t start) {

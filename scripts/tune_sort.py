@@ -1,0 +1,113 @@
+"""Stage and variant timings for the onesweep sort of 2^24 float32 on a GPU.
+
+Times the shipped mx.sort and CuPy's sort, then, for each variant of keys per thread
+(ONESWEEP_ITEMS), blocks per SM the pass asks registers for (ONESWEEP_MIN_BLOCKS) and tiles per
+upsweep block, the launch sequence cut after each stage (zeroing, upsweep, the four passes, the
+fix-up): a stage's cost is the difference between two cuts. bench.py's timing method (launches
+back to back, one queued ahead, median of 3); every variant's full result is checked against
+numpy first.
+
+    python scripts/tune_sort.py
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from pycudamlx import dtypes as dt  # noqa: E402
+from pycudamlx.backend.cuda import array as ga, compiler, driver, elementwise  # noqa: E402
+from pycudamlx.backend.cuda import registry, sorting, stream as st  # noqa: E402
+from pycudamlx.backend.cuda.elementwise import _ptr  # noqa: E402
+
+log = logging.getLogger("tune")
+
+VARIANTS = [(16, 1, 4), (12, 1, 4), (20, 1, 4), (16, 5, 4), (12, 6, 4), (16, 1, 16)]
+STAGES = ["zero", "upsweep", "pass 0", "pass 1", "pass 2", "pass 3", "fix"]
+
+
+def main() -> int:
+    import bench
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    dev = driver.get_device(0)
+    s = st.default_stream(dev)
+    n = 1 << 24
+    host = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
+    want = np.sort(host)
+
+    def timed(fn, reps: int = 10) -> float:
+        return bench._pipelined_ms(fn, lambda e: e.record(s),
+                                   lambda: (st.TimingEvent(dev), st.TimingEvent(dev)), reps)
+
+    import pycudamlx.core as mx
+    xm = mx.array(host)
+    mx.eval(xm)
+    log.info("%-50s %8.2f Gkeys/s", "mx.sort (shipped)", n / timed(lambda: mx.eval(mx.sort(xm)))
+             / 1e6)
+    peers = bench.load_impls(["cupy"])
+    if "cupy" in peers:
+        cp = peers["cupy"].cp
+        c = cp.asarray(host)
+        log.info("%-50s %8.2f Gkeys/s", "cupy.sort", n / peers["cupy"].time_gpu(
+            lambda: cp.sort(c), 10) / 1e6)
+        del c
+
+    x = ga.from_numpy(host, dt.float32, s)
+    out = ga.empty((n,), dt.float32, s)
+    base = registry.sort_module("float32")
+    for items, min_blocks, up_tiles in VARIANTS:
+        defines = (f"#define ONESWEEP_ITEMS {items}\n#define ONESWEEP_MIN_BLOCKS {min_blocks}\n"
+                   f"#define ONESWEEP_UP_TILES {up_tiles}\n")
+        spec = registry.ModuleSpec(f"tune.sort.{items}.{min_blocks}.{up_tiles}", "tune",
+                                   defines + base.source, base.kernels, ("float32",))
+        mod = compiler.load(spec, dev)
+        tile = 256 * items
+        tiles = -(-n // tile)
+        status_words = tiles * 256
+        zeroed = sorting._scratch((1024 + 4 + 4 + 4 * status_words,), dt.uint32, s)
+        zp = _ptr(zeroed)
+        hist, counters, stats = zp, zp + 4096, zp + 4096 + 16
+        status = stats + 16
+        tile_counts = sorting._scratch((tiles,), dt.uint32, s)
+        keys = [sorting._scratch((n,), dt.uint32, s) for _ in range(2)]
+        chunks = -(-tiles // up_tiles)
+
+        def run(stages: int) -> None:
+            elementwise.fill(zeroed, b"\0\0\0\0", s)
+            if stages > 1:
+                mod["onesweep_upsweep<float>"](chunks, 256, s, _ptr(x), hist, _ptr(tile_counts),
+                                               stats, n, tiles)
+            src = _ptr(x)
+            for p, variant in enumerate(("true, false", "false, false", "false, false",
+                                         "false, true")):
+                if stages <= 2 + p:
+                    return
+                kout = _ptr(keys[p % 2]) if p < 3 else 0
+                mod[f"onesweep_pass<float, {variant}>"](
+                    tiles, 256, s, src, kout, _ptr(out) if p == 3 else 0, hist,
+                    status + 4 * p * status_words, counters + 4 * p, n, p, tiles, 0)
+                src = kout
+            if stages > 6:
+                mod["onesweep_fix<float>"](tiles, 256, s, _ptr(x), _ptr(out), _ptr(tile_counts),
+                                           stats, n, tiles, 0)
+
+        run(len(STAGES))
+        s.synchronize()
+        ok = np.array_equal(out.to_numpy(), want)
+        cuts = [timed(lambda k=k: run(k)) for k in range(1, len(STAGES) + 1)]
+        parts = [cuts[0]] + [b - a for a, b in zip(cuts, cuts[1:])]
+        log.info("%-50s %8.2f Gkeys/s%s  | %s", f"onesweep items={items} min_blocks={min_blocks} "
+                 f"up_tiles={up_tiles}", n / cuts[-1] / 1e6, "" if ok else " WRONG",
+                 "  ".join(f"{name} {ms * 1e3:.0f}us" for name, ms in zip(STAGES, parts)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
