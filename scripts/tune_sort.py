@@ -28,7 +28,7 @@ from pycudamlx.backend.cuda.elementwise import _ptr  # noqa: E402
 
 log = logging.getLogger("tune")
 
-VARIANTS = [(16, 1, 4), (12, 1, 4), (20, 1, 4), (16, 5, 4), (12, 6, 4), (16, 1, 16)]
+VARIANTS = [(16, 4, 4), (16, 3, 4), (16, 5, 4), (12, 5, 4), (12, 6, 4), (20, 3, 4), (16, 4, 16)]
 STAGES = ["zero", "upsweep", "pass 0", "pass 1", "pass 2", "pass 3", "fix"]
 
 

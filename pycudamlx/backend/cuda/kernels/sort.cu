@@ -415,7 +415,7 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
 #define ONESWEEP_ITEMS 16
 #endif
 #ifndef ONESWEEP_MIN_BLOCKS
-#define ONESWEEP_MIN_BLOCKS 1                   // per SM, for __launch_bounds__
+#define ONESWEEP_MIN_BLOCKS 4                   // per SM: at most 64 registers
 #endif
 #ifndef ONESWEEP_UP_TILES
 #define ONESWEEP_UP_TILES 4                     // tiles per upsweep block
