@@ -1,8 +1,8 @@
 """Stage and variant timings for the onesweep sort of 2^24 float32 on a GPU.
 
 Times the shipped mx.sort and CuPy's sort, then, for each variant of keys per thread
-(ONESWEEP_ITEMS), blocks per SM the pass asks registers for (ONESWEEP_MIN_BLOCKS) and tiles per
-upsweep block, the launch sequence cut after each stage (zeroing, upsweep, the four passes, the
+(ONESWEEP_ITEMS), blocks per SM the pass asks registers for (ONESWEEP_MIN_BLOCKS), tiles per
+upsweep block and look-back window, the launch sequence cut after each stage (zeroing, upsweep, the four passes, the
 fix-up): a stage's cost is the difference between two cuts. bench.py's timing method (launches
 back to back, one queued ahead, median of 3); every variant's full result is checked against
 numpy first.
@@ -28,7 +28,11 @@ from pycudamlx.backend.cuda.elementwise import _ptr  # noqa: E402
 
 log = logging.getLogger("tune")
 
-VARIANTS = [(16, 4, 4), (16, 3, 4), (16, 5, 4), (12, 5, 4), (12, 6, 4), (20, 3, 4), (16, 4, 16)]
+#: (keys per thread, blocks per SM, tiles per upsweep block, look-back window, upsweep bytes
+#: counted per group of equal digits)
+VARIANTS = [(16, 4, 4, 1, 8), (16, 4, 4, 8, 8), (16, 4, 4, 16, 8), (16, 4, 4, 32, 8),
+            (16, 4, 4, 16, 0), (16, 4, 4, 16, 15), (16, 5, 4, 16, 8), (12, 6, 4, 16, 8),
+            (20, 3, 4, 16, 8), (16, 4, 2, 16, 8), (16, 4, 8, 16, 8)]
 STAGES = ["zero", "upsweep", "pass 0", "pass 1", "pass 2", "pass 3", "fix"]
 
 
@@ -49,6 +53,7 @@ def main() -> int:
     import pycudamlx.core as mx
     xm = mx.array(host)
     mx.eval(xm)
+    log.info("variants: items.min_blocks.up_tiles.lookback.up_match")
     log.info("%-50s %8.2f Gkeys/s", "mx.sort (shipped)", n / timed(lambda: mx.eval(mx.sort(xm)))
              / 1e6)
     peers = bench.load_impls(["cupy"])
@@ -62,10 +67,12 @@ def main() -> int:
     x = ga.from_numpy(host, dt.float32, s)
     out = ga.empty((n,), dt.float32, s)
     base = registry.sort_module("float32")
-    for items, min_blocks, up_tiles in VARIANTS:
+    for items, min_blocks, up_tiles, lookback, up_match in VARIANTS:
         defines = (f"#define ONESWEEP_ITEMS {items}\n#define ONESWEEP_MIN_BLOCKS {min_blocks}\n"
-                   f"#define ONESWEEP_UP_TILES {up_tiles}\n")
-        spec = registry.ModuleSpec(f"tune.sort.{items}.{min_blocks}.{up_tiles}", "tune",
+                   f"#define ONESWEEP_UP_TILES {up_tiles}\n#define ONESWEEP_LOOKBACK {lookback}\n"
+                   f"#define ONESWEEP_UP_MATCH {up_match}\n")
+        label = f"{items}.{min_blocks}.{up_tiles}.{lookback}.{up_match}"
+        spec = registry.ModuleSpec(f"tune.sort.{label}", "tune",
                                    defines + base.source, base.kernels, ("float32",))
         mod = compiler.load(spec, dev)
         tile = 256 * items
@@ -103,8 +110,7 @@ def main() -> int:
         ok = np.array_equal(out.to_numpy(), want)
         cuts = [timed(lambda k=k: run(k)) for k in range(1, len(STAGES) + 1)]
         parts = [cuts[0]] + [b - a for a, b in zip(cuts, cuts[1:])]
-        log.info("%-50s %8.2f Gkeys/s%s  | %s", f"onesweep items={items} min_blocks={min_blocks} "
-                 f"up_tiles={up_tiles}", n / cuts[-1] / 1e6, "" if ok else " WRONG",
+        log.info("%-50s %8.2f Gkeys/s%s  | %s", f"onesweep {label}", n / cuts[-1] / 1e6, "" if ok else " WRONG",
                  "  ".join(f"{name} {ms * 1e3:.0f}us" for name, ms in zip(STAGES, parts)))
     return 0
 

@@ -420,6 +420,12 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
 #ifndef ONESWEEP_UP_TILES
 #define ONESWEEP_UP_TILES 4                     // tiles per upsweep block
 #endif
+#ifndef ONESWEEP_UP_MATCH
+#define ONESWEEP_UP_MATCH 8                     // key bytes the upsweep counts per equal group
+#endif
+#ifndef ONESWEEP_LOOKBACK
+#define ONESWEEP_LOOKBACK 16                    // status words read at once in the look-back
+#endif
 #define ONESWEEP_TILE (RADIX_THREADS * ONESWEEP_ITEMS)
 #define LOOKBACK_AGGREGATE (1u << 30)           // status word: the tile's own digit count
 #define LOOKBACK_PREFIX (2u << 30)              // status word: the count through this tile
@@ -487,11 +493,21 @@ __global__ void __launch_bounds__(RADIX_THREADS) onesweep_upsweep(
 #pragma unroll 4
     for (int c = 0; c < ONESWEEP_ITEMS; ++c) {
       const int64_t e = tile * ONESWEEP_TILE + c * RADIX_THREADS + t;
-      if (e < n) {
-        const T v = src[e];
-        const uint32_t k = OrderKey<T>::get(v);
+      const bool valid = e < n;
+      const T v = valid ? src[e] : (T)0;
+      const uint32_t k = OrderKey<T>::get(v);
 #pragma unroll
-        for (int p = 0; p < 4; ++p) atomicAdd(&h[p][(k >> (8 * p)) & 255u], 1u);
+      for (int p = 0; p < 4; ++p) {
+        const uint32_t d = (k >> (8 * p)) & 255u;
+        if (ONESWEEP_UP_MATCH & (1 << p)) {
+          // a byte that many keys share (a float's top byte): one add per group of equal digits
+          const uint32_t peers = __match_any_sync(0xffffffffu, valid ? d : 256u);
+          if (valid && lane == __ffs(peers) - 1) atomicAdd(&h[p][d], __popc(peers));
+        } else if (valid) {
+          atomicAdd(&h[p][d], 1u);
+        }
+      }
+      if (valid) {
         const uint32_t cls = float_class<T>(v);
         zn += (cls & CLASS_ZERO) + ((cls & CLASS_NAN) << 15);
         negzero += (cls >> 2) & 1u;
@@ -593,15 +609,28 @@ __global__ void __launch_bounds__(RADIX_THREADS, ONESWEEP_MIN_BLOCKS) onesweep_p
   } else {
     *(volatile uint32_t*)mine = LOOKBACK_AGGREGATE | run;
   }
+  // ONESWEEP_LOOKBACK statuses are read at once: the tiles that start together all look back
+  // at the same time, and a walk of one dependent load per tile would take hundreds of them.
   uint32_t before = 0;
   if (tile > 0) {
+    const int64_t first = id - tile;  // the row's tile 0, which always holds a prefix
     int64_t j = id - 1;
-    while (true) {
-      const uint32_t s = st[j * 256 + t];
-      if (s == 0) continue;  // that tile has not published yet: it is running, wait
-      before += s & LOOKBACK_VALUE;
-      if (s & LOOKBACK_PREFIX) break;
-      --j;
+    bool done = false;
+    while (!done) {
+      uint32_t s[ONESWEEP_LOOKBACK];
+#pragma unroll
+      for (int w = 0; w < ONESWEEP_LOOKBACK; ++w) {
+        s[w] = j - w >= first ? st[(j - w) * 256 + t] : LOOKBACK_PREFIX;
+      }
+#pragma unroll
+      for (int w = 0; w < ONESWEEP_LOOKBACK; ++w) {
+        if (!done) {
+          if (s[w] == 0) break;  // not published yet (that tile runs): read again from here
+          before += s[w] & LOOKBACK_VALUE;
+          done = (s[w] & LOOKBACK_PREFIX) != 0;
+          --j;
+        }
+      }
     }
     *(volatile uint32_t*)mine = LOOKBACK_PREFIX | (before + run);
   }
