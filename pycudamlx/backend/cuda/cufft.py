@@ -170,14 +170,15 @@ def embeds(fft_type: int, n: int) -> tuple[int, int]:
 
 
 class _Plan:
-    __slots__ = ("handle", "work_size", "stream", "lock", "device")
+    __slots__ = ("handle", "work_size", "stream", "lock", "device", "last_stream")
 
     def __init__(self, handle: int, work_size: int, device: Any) -> None:
-        self.handle = handle
+        self.handle: int | None = handle  # None once destroyed
         self.work_size = work_size
-        self.stream: int | None = None
+        self.stream: int | None = None  # the raw handle set on the plan
         self.lock = threading.Lock()
         self.device = device
+        self.last_stream: Any = None  # the CudaStream of the last execution
 
 
 class PlanCache:
@@ -228,10 +229,16 @@ def _destroy(plan: _Plan) -> None:
     lib = _lib
     if lib is None:
         return
-    with plan.lock:  # never under an execution
+    with plan.lock:  # never during an execution's calls
+        handle, plan.handle = plan.handle, None
+        if handle is None:
+            return
         try:
             plan.device.activate()
-            status = lib.cufftDestroy(plan.handle)
+            if plan.last_stream is not None:
+                # Its kernels may still be queued: they read the plan's device tables.
+                plan.last_stream.synchronize()
+            status = lib.cufftDestroy(handle)
             if status:
                 log.warning("cufftDestroy failed: %s", status_name(status))
         except Exception as exc:  # interpreter shutdown, context gone
@@ -282,26 +289,32 @@ def execute(stream: Any, fft_type: int, n: int, batch: int, istride: int, idist:
     lib = _lib or library()
     device = stream.device
     key = plan_key(device.index, fft_type, n, batch, istride, idist, ostride, odist)
-    plan = _plan(device, key)
-    work = None
-    if plan.work_size:
-        from . import memory
+    while True:
+        plan = _plan(device, key)
+        work = None
+        if plan.work_size:
+            from . import memory
 
-        work = memory.allocate(plan.work_size, device, memory.DEVICE, stream)
-    with plan.lock:
-        sh = int(stream.handle)
-        if plan.stream != sh:
-            _check(lib.cufftSetStream(plan.handle, sh), "cufftSetStream")
-            plan.stream = sh
-        if work is not None:
-            _check(lib.cufftSetWorkArea(plan.handle, work.ptr), "cufftSetWorkArea")
-        if fft_type == C2C:
-            _check(lib.cufftExecC2C(plan.handle, src, dst, direction), "cufftExecC2C")
-        elif fft_type == R2C:
-            _check(lib.cufftExecR2C(plan.handle, src, dst), "cufftExecR2C")
-        else:
-            _check(lib.cufftExecC2R(plan.handle, src, dst), "cufftExecC2R")
+            work = memory.allocate(plan.work_size, device, memory.DEVICE, stream)
+        with plan.lock:
+            if plan.handle is None:  # evicted by another thread meanwhile: make it again
+                continue
+            sh = int(stream.handle)
+            if plan.stream != sh:
+                _check(lib.cufftSetStream(plan.handle, sh), "cufftSetStream")
+                plan.stream = sh
+            plan.last_stream = stream
+            if work is not None:
+                _check(lib.cufftSetWorkArea(plan.handle, work.ptr), "cufftSetWorkArea")
+            if fft_type == C2C:
+                _check(lib.cufftExecC2C(plan.handle, src, dst, direction), "cufftExecC2C")
+            elif fft_type == R2C:
+                _check(lib.cufftExecR2C(plan.handle, src, dst), "cufftExecR2C")
+            else:
+                _check(lib.cufftExecC2R(plan.handle, src, dst), "cufftExecC2R")
+        break
     if work is not None:
-        # Back to the pool now: the next user on this stream runs after the transform; one on
-        # another stream waits for this stream's event first (memory.allocate).
+        # Back to the pool when dropped: the next user on this stream runs after the
+        # transform; one on another stream waits for this stream's event first
+        # (memory.allocate).
         work.last_use = stream

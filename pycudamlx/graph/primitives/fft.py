@@ -155,10 +155,7 @@ def _step(ops: Any, cur: Any, owned: bool, axis: int, fft_type: int, n: int,
         moved = cur.view(cur.offset, tuple(cur.shape[p] for p in perm),
                          tuple(cur.strides[p] for p in perm))
         phys = ops.copy(moved, in_dtype)
-        st = [0] * len(perm)
-        for k, p in enumerate(perm):
-            st[p] = phys.strides[k]
-        cur = phys.view(phys.offset, tuple(cur.shape), tuple(st))
+        cur = phys.view(phys.offset, tuple(cur.shape), _perm_strides(perm, cur.shape))
         out = _out_view(ops, perm, out_shape, out_dtype)
         lin = batched_layout(cur.shape, cur.strides, axis)
         lout = batched_layout(out.shape, out.strides, axis)
@@ -219,15 +216,16 @@ class _GpuOps:
     """run_steps' backend on a CUDA stream: GpuArrays, the copy/fill/multiply kernels, cuFFT."""
 
     __slots__ = ("stream", "gpu_array", "launch", "cufft", "memory")
+    _modules: tuple | None = None
 
     def __init__(self, stream: Any) -> None:
-        from ...backend.cuda import array as gpu_array, cufft, elementwise as launch, memory
+        mods = _GpuOps._modules
+        if mods is None:
+            from ...backend.cuda import array as gpu_array, cufft, elementwise as launch, memory
 
+            mods = _GpuOps._modules = (gpu_array, launch, cufft, memory)
         self.stream = stream
-        self.gpu_array = gpu_array
-        self.launch = launch
-        self.cufft = cufft
-        self.memory = memory
+        self.gpu_array, self.launch, self.cufft, self.memory = mods
 
     def empty(self, shape: tuple[int, ...], dtype: dt.Dtype) -> Any:
         return self.gpu_array.empty(shape, dtype, self.stream)
