@@ -1,7 +1,8 @@
 """The GPU FFT's planning logic, on the CPU: graph/primitives/fft.py's run_steps over a numpy
 model of GpuArray views and of cuFFT's advanced layout (element x of batch b at
 b*dist + x*stride), checked against numpy.fft; plus the cuFFT binding's pure parts (plan keys,
-embeds, the LRU, status names, the disable switch). The real cuFFT path: tests/test_gpu_fft.py."""
+embeds, the LRU, status names, the disable switch) and FFT.eval_gpu's glue over numpy stand-ins of
+the CUDA modules (real GpuArray views, pointer arithmetic). The real cuFFT: tests/test_gpu_fft.py."""
 
 from __future__ import annotations
 
@@ -328,3 +329,122 @@ def test_binding_prototypes():
                                          ctypes.c_int]
     assert lib.cufftCreate.argtypes == [ctypes.POINTER(ctypes.c_int)]
     assert lib.cufftDestroy.restype is ctypes.c_int
+
+
+# -- FFT.eval_gpu's glue (_GpuOps) over numpy stand-ins of the CUDA modules ---------------------
+# The real GpuArray class over fake buffers whose pointers are numpy addresses, so that the
+# pointer arithmetic (element offsets times item sizes) and the argument order of every launcher
+# and of cufft.execute are exercised as on the GPU.
+
+
+class FakeBuffer:
+    live: list = []
+
+    def __init__(self, nbytes):
+        self.data = np.zeros(max(nbytes, 16) + 16, np.uint8)
+        self.ptr = (self.data.ctypes.data + 15) & ~15
+        self.base = self.ptr - self.data.ctypes.data
+        self.nbytes = nbytes
+        self.last_use = self.last_write = None
+        self.location = -1
+        FakeBuffer.live.append(self)
+
+    def set_location(self, loc):
+        self.location = loc
+
+
+def _typed(ptr, np_dtype):
+    """The buffer holding ``ptr`` as a flat array of np_dtype, and ptr's element index."""
+    for b in FakeBuffer.live:
+        if b.ptr <= ptr < b.ptr + max(b.nbytes, 1):
+            flat = b.data[b.base:b.base + b.nbytes].view(np_dtype)
+            off = ptr - b.ptr
+            assert off % np.dtype(np_dtype).itemsize == 0
+            return flat, off // np.dtype(np_dtype).itemsize
+    raise AssertionError(f"pointer {ptr:#x} is in no buffer")
+
+
+def _strided(g):
+    isz = g.dtype.size
+    flat, off = _typed(g.buffer.ptr + g.offset * isz, g.dtype.np_dtype)
+    return np.lib.stride_tricks.as_strided(flat[off:], g.shape, [s * isz for s in g.strides])
+
+
+class FakeModules:
+    def __init__(self):
+        from pycudamlx.backend.cuda import array as ga
+
+        self.ga = ga
+        self.calls = []
+
+    # gpu_array
+    def empty(self, shape, dtype, stream):
+        n = int(np.prod(shape, dtype=np.int64))
+        return self.ga.GpuArray(FakeBuffer(n * dtype.size), 0, tuple(shape),
+                                self.ga.contiguous_strides(tuple(shape)), dtype)
+
+    # elementwise
+    def copy(self, src, dst, stream):
+        v = _strided(src)
+        _strided(dst)[...] = v.real if not np.iscomplexobj(_strided(dst)) and \
+            np.iscomplexobj(v) else v
+        dst.buffer.last_write = stream  # as the launchers' _record_write
+
+    def fill(self, dst, raw, stream):
+        assert dst.is_contiguous()
+        _strided(dst)[...] = np.frombuffer(raw, dst.dtype.np_dtype)[0]
+        dst.buffer.last_write = stream
+
+    def binary(self, op, a, b, out, stream):
+        assert op == "multiply" and a.dtype is b.dtype and out.is_contiguous()
+        _strided(out)[...] = _strided(a) * _strided(b)
+        out.buffer.last_write = stream
+
+    # memory
+    DEVICE = "device"
+
+    def memset(self, buffer, byte, stream, nbytes=None):
+        buffer.data[buffer.base:buffer.base + (nbytes or buffer.nbytes)] = byte
+
+    # cufft
+    def execute(self, stream, fft_type, n, batch, istride, idist, ostride, odist, sp, dp,
+                direction):
+        self.calls.append(fft_type)
+        ind, outd = ((np.float32, np.complex64) if fft_type == P.R2C else
+                     (np.complex64, np.float32) if fft_type == P.C2R else
+                     (np.complex64, np.complex64))
+        src, so = _typed(sp, ind)
+        dst, do = _typed(dp, outd)
+        src_arr = FakeArray(src, so, (1,), (1,), None)
+        dst_arr = FakeArray(dst, do, (1,), (1,), dt.float32 if outd is np.float32 else
+                            dt.complex64)
+        NumpyOps().execute(fft_type, n, batch, istride, idist, ostride, odist, src_arr, dst_arr,
+                           direction)
+
+
+@pytest.mark.parametrize("inverse,real", [(False, False), (True, False), (False, True),
+                                          (True, True)])
+@pytest.mark.parametrize("norm", ["backward", "ortho"])
+def test_gpu_ops_glue(monkeypatch, inverse, real, norm):
+    from types import SimpleNamespace
+
+    fm = FakeModules()
+    monkeypatch.setattr(P._GpuOps, "_modules", (fm, fm, fm, fm))
+    stream = SimpleNamespace(device=SimpleNamespace(index=0))
+    x = _data((6, 10, 9), complex_=not (real and not inverse))
+    in_dtype = dt.float32 if real and not inverse else dt.complex64
+    g = fm.empty((8, 10, 9), in_dtype, stream)
+    _strided(g)[2:] = x.astype(in_dtype.np_dtype)
+    view = g.view(g.offset + 180, (10, 6, 9), (9, 90, 1))  # transposed, 16-byte aligned offset
+    axes = (0, 2)
+    n = [10, 9] if not (real and inverse) else [10, 16]
+    out_shape = _out_shape(view.shape, axes, n, inverse, real)
+    out_dtype = dt.float32 if real and inverse else dt.complex64
+    prim = P.FFT(axes, tuple(n), inverse, real, norm)
+    (got,) = prim.eval_gpu([view], [(out_shape, out_dtype)], stream)
+    assert got.shape == out_shape and got.dtype is out_dtype
+    assert got.buffer.last_write is stream
+    ref = prim.eval_cpu([np.transpose(x, (1, 0, 2))], [(out_shape, out_dtype)])[0]
+    np.testing.assert_allclose(_strided(got), ref, rtol=1e-4,
+                               atol=1e-4 * max(1.0, float(np.abs(ref).max())))
+    FakeBuffer.live.clear()
