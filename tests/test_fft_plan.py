@@ -1,8 +1,9 @@
 """The GPU FFT's planning logic, on the CPU: graph/primitives/fft.py's run_steps over a numpy
 model of GpuArray views and of cuFFT's advanced layout (element x of batch b at
 b*dist + x*stride), checked against numpy.fft; plus the cuFFT binding's pure parts (plan keys,
-embeds, the LRU, status names, the disable switch) and FFT.eval_gpu's glue over numpy stand-ins of
-the CUDA modules (real GpuArray views, pointer arithmetic). The real cuFFT: tests/test_gpu_fft.py."""
+embeds, the LRU, status names, the disable switch) and FFT.eval_gpu's glue over numpy stand-ins
+of the CUDA modules (real GpuArray views, pointer arithmetic). Real cuFFT: tests/test_gpu_fft.py.
+"""
 
 from __future__ import annotations
 
