@@ -2,8 +2,8 @@
 
 Transforms return complex64 (irfft*: float32) whatever the input type (bool, integer, float16,
 bfloat16 and float64 are converted: MLX has no complex128). ``n``/``s`` crop or zero-pad the
-input along the transformed axes first. The transforms run numpy.fft on the CPU; on a GPU
-stream they run on the host view of managed memory (no cuFFT path yet; see docs/fft.md).
+input along the transformed axes first. The transforms run numpy.fft on the CPU and cuFFT on a
+GPU stream (the host view of managed memory where cuFFT is missing or disabled; docs/fft.md).
 fftshift/ifftshift (rolls) and fftfreq/rfftfreq (arange arithmetic) are lazy-op compositions
 and run natively on both devices.
 """
