@@ -7,7 +7,7 @@
 // - radix_*: an LSD radix sort for longer rows, 8 bits per pass over (key, index) pairs:
 //   radix_hist counts digits per tile of RadixCfg<T>::TILE keys, seg_scan turns the digit-major counts
 //   into exclusive offsets (per row and digit), radix_scatter ranks each tile stably (each warp
-//   a contiguous part with match_any and its own digit counters), reorders the tile in shared
+//   a contiguous part with ballot-matched digit groups and its own digit counters), reorders the tile in shared
 //   memory and writes it out in runs per digit.
 //   The first pass computes keys from the input and the last one writes the outputs (values
 //   gathered from the input and/or indices, sorted positions start..), so no separate passes.
@@ -169,6 +169,19 @@ PCM_DEVICE uint32_t block_exclusive_scan256(uint32_t v, uint32_t* warp_tot) {
   return x - v + add;
 }
 
+// The lanes of the warp whose ``d`` (0..511) equals this lane's, from 9 ballots: the hardware
+// match.any is several times slower (one per ~50 cycles per SM on an H200, which made it most
+// of a pass's time). Every lane must call it.
+PCM_DEVICE uint32_t match_digit(uint32_t d) {
+  uint32_t m = 0xffffffffu;
+#pragma unroll
+  for (int b = 0; b < 9; ++b) {
+    const uint32_t vote = __ballot_sync(0xffffffffu, (d >> b) & 1u);
+    m &= ((d >> b) & 1u) ? vote : ~vote;
+  }
+  return m;
+}
+
 // Exclusive scan in place of each segment [b * seg, min(n, (b + 1) * seg)) of data (one block
 // of 1024 threads per segment); totals[b] = the segment's sum.
 __global__ void __launch_bounds__(1024) seg_scan(uint32_t* __restrict__ data,
@@ -324,7 +337,7 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
 
   // Warp w ranks tile elements [w * 32 * ITEMS, (w + 1) * 32 * ITEMS) in order, 32 at a time,
   // with its own digit counters (no block barrier until every element is ranked): equal digits
-  // in one step are found with match_any, and their group leader bumps the warp's counter.
+  // in one step are found with match_digit, and their group leader bumps the warp's counter.
   K key[RADIX_ITEMS];
   uint32_t id[RADIX_ITEMS];
   uint32_t rank[RADIX_ITEMS];
@@ -346,7 +359,7 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
       }
       d = (uint32_t)(key[c] >> shift) & 255u;
     }
-    const uint32_t peers = __match_any_sync(0xffffffffu, d);
+    const uint32_t peers = match_digit(d);
     const int leader = __ffs(peers) - 1;
     uint32_t before = 0;
     if (valid && lane == leader) before = wcount[warp][d];
@@ -501,7 +514,7 @@ __global__ void __launch_bounds__(RADIX_THREADS) onesweep_upsweep(
         const uint32_t d = (k >> (8 * p)) & 255u;
         if (ONESWEEP_UP_MATCH & (1 << p)) {
           // a byte that many keys share (a float's top byte): one add per group of equal digits
-          const uint32_t peers = __match_any_sync(0xffffffffu, valid ? d : 256u);
+          const uint32_t peers = match_digit(valid ? d : 256u);
           if (valid && lane == __ffs(peers) - 1) atomicAdd(&h[p][d], __popc(peers));
         } else if (valid) {
           atomicAdd(&h[p][d], 1u);
@@ -578,12 +591,12 @@ __global__ void __launch_bounds__(RADIX_THREADS, ONESWEEP_MIN_BLOCKS) onesweep_p
                      : ((const uint32_t*)src)[off + base + e];
     }
   }
-  // Rank as radix_scatter does: each warp its contiguous part in order, match_any groups.
+  // Rank as radix_scatter does: each warp its contiguous part in order, matched groups.
 #pragma unroll
   for (int c = 0; c < ONESWEEP_ITEMS; ++c) {
     const bool valid = wbase + c * 32 + lane < count;
     const uint32_t d = valid ? (key[c] >> shift) & 255u : 256u;
-    const uint32_t peers = __match_any_sync(0xffffffffu, d);
+    const uint32_t peers = match_digit(d);
     const int leader = __ffs(peers) - 1;
     uint32_t before = 0;
     if (valid && lane == leader) before = wcount[warp][d];
