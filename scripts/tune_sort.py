@@ -28,10 +28,15 @@ from pycudamlx.backend.cuda.elementwise import _ptr  # noqa: E402
 
 log = logging.getLogger("tune")
 
-#: (keys per thread, blocks per SM, tiles per upsweep block, look-back window, upsweep bytes
-#: counted per group of equal digits)
-VARIANTS = [(16, 4, 4, 8, 8), (16, 4, 4, 16, 8), (16, 4, 4, 16, 15), (16, 4, 4, 16, 0),
-            (20, 3, 4, 16, 8), (12, 5, 4, 16, 8), (24, 3, 4, 16, 8), (16, 5, 4, 16, 8)]
+#: Each variant: sort.cu defines over the shipped ones. ONESWEEP_ABLATE variants give wrong
+#: results on purpose (no look-back 1, no digit groups 2, writes in tile order 4): their time
+#: differences place a pass's cost.
+BASE = {"ONESWEEP_ITEMS": 16, "ONESWEEP_MIN_BLOCKS": 4, "ONESWEEP_UP_TILES": 4,
+        "ONESWEEP_LOOKBACK": 8, "ONESWEEP_UP_MATCH": 8, "SORT_HW_MATCH": 0, "ONESWEEP_ABLATE": 0}
+VARIANTS = [{}, {"SORT_HW_MATCH": 1}, {"ONESWEEP_ABLATE": 1}, {"ONESWEEP_ABLATE": 2},
+            {"ONESWEEP_ABLATE": 4}, {"ONESWEEP_ABLATE": 7},
+            {"SORT_HW_MATCH": 1, "ONESWEEP_ABLATE": 1},
+            {"ONESWEEP_LOOKBACK": 4}]
 STAGES = ["zero", "upsweep", "pass 0", "pass 1", "pass 2", "pass 3", "fix"]
 
 
@@ -45,14 +50,14 @@ def main() -> int:
     host = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
     want = np.sort(host)
 
-    def timed(fn, reps: int = 10) -> float:
+    def timed(fn, reps: int = 20) -> float:
         return bench._pipelined_ms(fn, lambda e: e.record(s),
                                    lambda: (st.TimingEvent(dev), st.TimingEvent(dev)), reps)
 
     import pycudamlx.core as mx
     xm = mx.array(host)
     mx.eval(xm)
-    log.info("variants: items.min_blocks.up_tiles.lookback.up_match")
+    log.info("base: %s", BASE)
     log.info("%-50s %8.2f Gkeys/s", "mx.sort (shipped)", n / timed(lambda: mx.eval(mx.sort(xm)))
              / 1e6)
     peers = bench.load_impls(["cupy"])
@@ -66,15 +71,14 @@ def main() -> int:
     x = ga.from_numpy(host, dt.float32, s)
     out = ga.empty((n,), dt.float32, s)
     base = registry.sort_module("float32")
-    for items, min_blocks, up_tiles, lookback, up_match in VARIANTS:
-        defines = (f"#define ONESWEEP_ITEMS {items}\n#define ONESWEEP_MIN_BLOCKS {min_blocks}\n"
-                   f"#define ONESWEEP_UP_TILES {up_tiles}\n#define ONESWEEP_LOOKBACK {lookback}\n"
-                   f"#define ONESWEEP_UP_MATCH {up_match}\n")
-        label = f"{items}.{min_blocks}.{up_tiles}.{lookback}.{up_match}"
-        spec = registry.ModuleSpec(f"tune.sort.{label}", "tune",
+    for variant in VARIANTS:
+        defs = {**BASE, **variant}
+        defines = "".join(f"#define {k} {v}\n" for k, v in defs.items())
+        label = " ".join(f"{k.split('_', 1)[1].lower()}={v}" for k, v in variant.items()) or "base"
+        spec = registry.ModuleSpec("tune.sort." + "_".join(str(v) for v in defs.values()), "tune",
                                    defines + base.source, base.kernels, ("float32",))
         mod = compiler.load(spec, dev)
-        tile = 256 * items
+        tile = 256 * defs["ONESWEEP_ITEMS"]
         tiles = -(-n // tile)
         status_words = tiles * 256
         zeroed = sorting._scratch((1024 + 4 + 4 + 4 * status_words,), dt.uint32, s)
@@ -83,7 +87,7 @@ def main() -> int:
         status = stats + 16
         tile_counts = sorting._scratch((tiles,), dt.uint32, s)
         keys = [sorting._scratch((n,), dt.uint32, s) for _ in range(2)]
-        chunks = -(-tiles // up_tiles)
+        chunks = -(-tiles // defs["ONESWEEP_UP_TILES"])
 
         def run(stages: int) -> None:
             elementwise.fill(zeroed, b"\0\0\0\0", s)

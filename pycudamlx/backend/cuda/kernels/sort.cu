@@ -172,7 +172,14 @@ PCM_DEVICE uint32_t block_exclusive_scan256(uint32_t v, uint32_t* warp_tot) {
 // The lanes of the warp whose ``d`` (0..511) equals this lane's, from 9 ballots: the hardware
 // match.any is several times slower (one per ~50 cycles per SM on an H200, which made it most
 // of a pass's time). Every lane must call it.
+#ifndef SORT_HW_MATCH
+#define SORT_HW_MATCH 0
+#endif
+#ifndef ONESWEEP_ABLATE
+#define ONESWEEP_ABLATE 0  // tune_sort.py only (wrong results): 1 no look-back, 2 no digit
+#endif                     // groups, 4 writes in tile order
 PCM_DEVICE uint32_t match_digit(uint32_t d) {
+  if (SORT_HW_MATCH) return __match_any_sync(0xffffffffu, d);
   uint32_t m = 0xffffffffu;
 #pragma unroll
   for (int b = 0; b < 9; ++b) {
@@ -596,7 +603,7 @@ __global__ void __launch_bounds__(RADIX_THREADS, ONESWEEP_MIN_BLOCKS) onesweep_p
   for (int c = 0; c < ONESWEEP_ITEMS; ++c) {
     const bool valid = wbase + c * 32 + lane < count;
     const uint32_t d = valid ? (key[c] >> shift) & 255u : 256u;
-    const uint32_t peers = match_digit(d);
+    const uint32_t peers = (ONESWEEP_ABLATE & 2) ? 1u << lane : match_digit(d);
     const int leader = __ffs(peers) - 1;
     uint32_t before = 0;
     if (valid && lane == leader) before = wcount[warp][d];
@@ -625,7 +632,7 @@ __global__ void __launch_bounds__(RADIX_THREADS, ONESWEEP_MIN_BLOCKS) onesweep_p
   // ONESWEEP_LOOKBACK statuses are read at once: the tiles that start together all look back
   // at the same time, and a walk of one dependent load per tile would take hundreds of them.
   uint32_t before = 0;
-  if (tile > 0) {
+  if (tile > 0 && !(ONESWEEP_ABLATE & 1)) {
     const int64_t first = id - tile;  // the row's tile 0, which always holds a prefix
     int64_t j = id - 1;
     bool done = false;
@@ -667,6 +674,8 @@ __global__ void __launch_bounds__(RADIX_THREADS, ONESWEEP_MIN_BLOCKS) onesweep_p
     const int64_t g = (int64_t)gbase[d] + (s - (int64_t)lstart[d]);
     if (LAST) {
       if (g >= start) out_val[row * m + g - start] = OrderKey<T>::value(k);
+    } else if (ONESWEEP_ABLATE & 4) {
+      kout[off + base + s] = k;
     } else {
       kout[off + g] = k;
     }
