@@ -441,10 +441,13 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
 #define ONESWEEP_UP_TILES 4                     // tiles per upsweep block
 #endif
 #ifndef ONESWEEP_UP_MATCH
-#define ONESWEEP_UP_MATCH 8                     // key bytes the upsweep counts per equal group
+#define ONESWEEP_UP_MATCH 0                     // key bytes the upsweep counts per equal group
 #endif
 #ifndef ONESWEEP_LOOKBACK
-#define ONESWEEP_LOOKBACK 16                    // status words read at once in the look-back
+#define ONESWEEP_LOOKBACK 4                     // status words read at once in the look-back
+#endif
+#ifndef ONESWEEP_SLEEP
+#define ONESWEEP_SLEEP 0                        // ns a look-back waits before reading again
 #endif
 #define ONESWEEP_TILE (RADIX_THREADS * ONESWEEP_ITEMS)
 #define LOOKBACK_AGGREGATE (1u << 30)           // status word: the tile's own digit count
@@ -586,6 +589,10 @@ __global__ void __launch_bounds__(RADIX_THREADS, ONESWEEP_MIN_BLOCKS) onesweep_p
   const int count = (int)(n - base < ONESWEEP_TILE ? n - base : (int64_t)ONESWEEP_TILE);
   const int64_t off = row * n;
 
+  // match.any takes longer the more distinct digits a warp holds; where the row has few (a
+  // float's top byte), it beats the 9 ballots of match_digit
+  const uint32_t row_count = hist[(row * 4 + pass) * 256 + t];
+  const bool few_digits = SORT_HW_MATCH == 2 && __syncthreads_count(row_count != 0) <= 16;
   uint32_t key[ONESWEEP_ITEMS];
   uint32_t rank[ONESWEEP_ITEMS];
   const uint32_t lt_mask = (1u << lane) - 1u;
@@ -603,7 +610,8 @@ __global__ void __launch_bounds__(RADIX_THREADS, ONESWEEP_MIN_BLOCKS) onesweep_p
   for (int c = 0; c < ONESWEEP_ITEMS; ++c) {
     const bool valid = wbase + c * 32 + lane < count;
     const uint32_t d = valid ? (key[c] >> shift) & 255u : 256u;
-    const uint32_t peers = (ONESWEEP_ABLATE & 2) ? 1u << lane : match_digit(d);
+    const uint32_t peers = (ONESWEEP_ABLATE & 2) ? 1u << lane
+                           : few_digits ? __match_any_sync(0xffffffffu, d) : match_digit(d);
     const int leader = __ffs(peers) - 1;
     uint32_t before = 0;
     if (valid && lane == leader) before = wcount[warp][d];
@@ -645,7 +653,10 @@ __global__ void __launch_bounds__(RADIX_THREADS, ONESWEEP_MIN_BLOCKS) onesweep_p
 #pragma unroll
       for (int w = 0; w < ONESWEEP_LOOKBACK; ++w) {
         if (!done) {
-          if (s[w] == 0) break;  // not published yet (that tile runs): read again from here
+          if (s[w] == 0) {  // not published yet (that tile runs): read again from here,
+            if (ONESWEEP_SLEEP) __nanosleep(ONESWEEP_SLEEP);  // without flooding L2
+            break;
+          }
           before += s[w] & LOOKBACK_VALUE;
           done = (s[w] & LOOKBACK_PREFIX) != 0;
           --j;
@@ -654,8 +665,7 @@ __global__ void __launch_bounds__(RADIX_THREADS, ONESWEEP_MIN_BLOCKS) onesweep_p
     }
     *(volatile uint32_t*)mine = LOOKBACK_PREFIX | (before + run);
   }
-  const uint32_t digit_start = block_exclusive_scan256(hist[(row * 4 + pass) * 256 + t],
-                                                       warp_tot);
+  const uint32_t digit_start = block_exclusive_scan256(row_count, warp_tot);
   gbase[t] = digit_start + before;
   lstart[t] = block_exclusive_scan256(run, warp_tot);
   __syncthreads();
