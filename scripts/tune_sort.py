@@ -32,12 +32,12 @@ log = logging.getLogger("tune")
 #: results on purpose (no look-back 1, no digit groups 2, writes in tile order 4): their time
 #: differences place a pass's cost.
 BASE = {"ONESWEEP_ITEMS": 16, "ONESWEEP_MIN_BLOCKS": 4, "ONESWEEP_UP_TILES": 4,
-        "ONESWEEP_LOOKBACK": 4, "ONESWEEP_SLEEP": 0, "ONESWEEP_UP_MATCH": 0, "SORT_HW_MATCH": 0,
-        "ONESWEEP_ABLATE": 0}
-VARIANTS = [{}, {"ONESWEEP_LOOKBACK": 2}, {"ONESWEEP_SLEEP": 32},
-            {"ONESWEEP_SLEEP": 32, "ONESWEEP_LOOKBACK": 8}, {"SORT_HW_MATCH": 2},
-            {"SORT_HW_MATCH": 2, "ONESWEEP_SLEEP": 32}, {"ONESWEEP_ABLATE": 1},
-            {"ONESWEEP_LOOKBACK": 1, "ONESWEEP_SLEEP": 32}, {"SORT_HW_MATCH": 2, "ONESWEEP_SLEEP": 100}]
+        "ONESWEEP_LOOKBACK": 2, "ONESWEEP_SLEEP": 0, "ONESWEEP_UP_MATCH": 0, "SORT_HW_MATCH": 2,
+        "ONESWEEP_FEW_DIGITS": 8, "ONESWEEP_ABLATE": 0}
+VARIANTS = [{}, {"SORT_HW_MATCH": 0}, {"SORT_HW_MATCH": 1}, {"ONESWEEP_LOOKBACK": 4},
+            {"ONESWEEP_LOOKBACK": 1}, {"ONESWEEP_SLEEP": 32}, {"ONESWEEP_ITEMS": 20,
+                                                               "ONESWEEP_MIN_BLOCKS": 3},
+            {"ONESWEEP_UP_MATCH": 8}, {"ONESWEEP_ABLATE": 1}, {"ONESWEEP_ABLATE": 2}]
 STAGES = ["zero", "upsweep", "pass 0", "pass 1", "pass 2", "pass 3", "fix"]
 
 

@@ -173,13 +173,16 @@ PCM_DEVICE uint32_t block_exclusive_scan256(uint32_t v, uint32_t* warp_tot) {
 // match.any is several times slower (one per ~50 cycles per SM on an H200, which made it most
 // of a pass's time). Every lane must call it.
 #ifndef SORT_HW_MATCH
-#define SORT_HW_MATCH 0
+#define SORT_HW_MATCH 2    // 0: ballots, 1: match.any, 2: match.any where digits are few (onesweep)
+#endif
+#ifndef ONESWEEP_FEW_DIGITS
+#define ONESWEEP_FEW_DIGITS 8
 #endif
 #ifndef ONESWEEP_ABLATE
 #define ONESWEEP_ABLATE 0  // tune_sort.py only (wrong results): 1 no look-back, 2 no digit
 #endif                     // groups, 4 writes in tile order
 PCM_DEVICE uint32_t match_digit(uint32_t d) {
-  if (SORT_HW_MATCH) return __match_any_sync(0xffffffffu, d);
+  if (SORT_HW_MATCH == 1) return __match_any_sync(0xffffffffu, d);
   uint32_t m = 0xffffffffu;
 #pragma unroll
   for (int b = 0; b < 9; ++b) {
@@ -444,7 +447,7 @@ __global__ void __launch_bounds__(RADIX_THREADS) radix_scatter(
 #define ONESWEEP_UP_MATCH 0                     // key bytes the upsweep counts per equal group
 #endif
 #ifndef ONESWEEP_LOOKBACK
-#define ONESWEEP_LOOKBACK 4                     // status words read at once in the look-back
+#define ONESWEEP_LOOKBACK 2                     // status words read at once in the look-back
 #endif
 #ifndef ONESWEEP_SLEEP
 #define ONESWEEP_SLEEP 0                        // ns a look-back waits before reading again
@@ -589,10 +592,25 @@ __global__ void __launch_bounds__(RADIX_THREADS, ONESWEEP_MIN_BLOCKS) onesweep_p
   const int count = (int)(n - base < ONESWEEP_TILE ? n - base : (int64_t)ONESWEEP_TILE);
   const int64_t off = row * n;
 
-  // match.any takes longer the more distinct digits a warp holds; where the row has few (a
-  // float's top byte), it beats the 9 ballots of match_digit
+  // match.any takes longer the more distinct digits a warp holds; where the row's keys share
+  // few digits (a float's top byte), it beats the 9 ballots of match_digit. "Few": the row's
+  // effective number of digits, total^2 / sum of squared counts (256 for uniform digits).
   const uint32_t row_count = hist[(row * 4 + pass) * 256 + t];
-  const bool few_digits = SORT_HW_MATCH == 2 && __syncthreads_count(row_count != 0) <= 16;
+  bool few_digits = false;
+  if (SORT_HW_MATCH == 2) {
+    float c = (float)row_count, c2 = c * c;
+    for (int o = 16; o > 0; o >>= 1) {
+      c += __shfl_down_sync(0xffffffffu, c, o);
+      c2 += __shfl_down_sync(0xffffffffu, c2, o);
+    }
+    __shared__ float red_c[RADIX_THREADS / 32], red_c2[RADIX_THREADS / 32];
+    if (lane == 0) { red_c[warp] = c; red_c2[warp] = c2; }
+    __syncthreads();
+    float total = 0.0f, squares = 0.0f;
+#pragma unroll
+    for (int w = 0; w < RADIX_THREADS / 32; ++w) { total += red_c[w]; squares += red_c2[w]; }
+    few_digits = total * total <= (float)ONESWEEP_FEW_DIGITS * squares;
+  }
   uint32_t key[ONESWEEP_ITEMS];
   uint32_t rank[ONESWEEP_ITEMS];
   const uint32_t lt_mask = (1u << lane) - 1u;
