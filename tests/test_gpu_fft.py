@@ -142,17 +142,14 @@ def test_sliced_input(gpu_fft, name):
     _same(fn, x)
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float16, np.int32, np.complex128])
-@pytest.mark.parametrize("name", ["fft", "rfft", "ifft2"])
+@pytest.mark.parametrize("name, dtype", [
+    (name, dtype) for name in ("fft", "rfft", "ifft2")
+    for dtype in (np.float64, np.float16, np.int32, np.complex128)
+    if not (name == "rfft" and dtype == np.complex128)])   # rfft takes real input
 def test_input_dtypes(gpu_fft, name, dtype):
     x = (RNG.standard_normal((5, 24)) * 4).astype(dtype) if dtype != np.complex128 else \
         (RNG.standard_normal((5, 24)) + 1j * RNG.standard_normal((5, 24))).astype(dtype)
-    if dtype == np.complex128 and name == "rfft":
-        pytest.skip("mx.array has no complex128")
-    try:
-        a = mx.array(x)
-    except Exception:
-        pytest.skip(f"mx.array takes no {np.dtype(dtype).name}")
+    a = mx.array(x)
     ref = getattr(mx.fft, name)(a, stream=mx.cpu)
     out = getattr(mx.fft, name)(a, stream=mx.gpu)
     mx.eval(out)
