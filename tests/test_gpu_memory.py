@@ -589,4 +589,6 @@ def test_soak_1e5_evals_returns_to_the_starting_memory(gpu_device):
     gc.collect()
     mx.synchronize(mx.gpu)
     assert mx.get_active_memory() == start
-    assert elapsed < 60, f"10^5 evals took {elapsed:.1f} s"
+    # a hang guard, not a speed test (bench.py measures per-op cost): 62.8 s was seen with 15
+    # pytest processes sharing 16 cores, so only a pathological slowdown fails here
+    assert elapsed < 300, f"10^5 evals took {elapsed:.1f} s"
