@@ -67,7 +67,7 @@ run_pass() {  # run_pass NAME: one strict pytest of the GPU tests, its log in $O
         device)  vars=(PYCUDAMLX_CACHE_DIR="$cache1" PYCUDAMLX_MEMORY=device)
                  marker="gpu and not managed" ;;
     esac
-    env "${vars[@]}" PYCUDAMLX_STRICT_GPU=1 timeout 900 $PY -m pytest -q -rs \
+    env "${vars[@]}" PYCUDAMLX_STRICT_GPU=1 timeout 900 $PY -m pytest -q -rs --durations=15 \
         -p no:cacheprovider ${xdist[@]+"${xdist[@]}"} -m "$marker" $TESTS >"$log" 2>&1
 }
 
