@@ -126,6 +126,11 @@ def info(as_json: bool) -> None:
     if cb["disabled"]:
         cb_text += " (disabled by PYCUDAMLX_DISABLE_CUBLAS)"
     rows.append(("cuBLAS", cb_text))
+    cf = doc["cufft"]
+    cf_text = cf["version"] or "missing (mx.fft on the GPU runs on the host)"
+    if cf["disabled"]:
+        cf_text += " (disabled by PYCUDAMLX_DISABLE_CUFFT)"
+    rows.append(("cuFFT", cf_text))
     _print_rows(rows)
     drv = doc["driver"]
     if not drv["available"]:

@@ -163,6 +163,16 @@ def cublas_info() -> dict[str, Any]:
             "error": None if version else cublas.load_error()}
 
 
+def cufft_info() -> dict[str, Any]:
+    """cuFFT (mx.fft's GPU path): its version, or why the transforms run on the host instead."""
+    from .backend.cuda import cufft
+
+    v = cufft.version()
+    return {"version": None if v is None else f"{v // 1000}.{v % 1000 // 100}.{v % 100}",
+            "disabled": cufft.disabled(),
+            "error": None if v else (cufft.load_error() or "cufftGetVersion failed")}
+
+
 def collect_info() -> dict[str, Any]:
     """Everything `pycudamlx info --json` prints (schema: docs/cli.md)."""
     drv = driver_info()
@@ -174,6 +184,7 @@ def collect_info() -> dict[str, Any]:
         "cuda_bindings": driver.bindings_version(),
         "nvrtc": {"version": nvrtc.nvrtc_version_or_none(), "disabled": _env.DISABLE_NVRTC},
         "cublas": cublas_info(),
+        "cufft": cufft_info(),
         "driver": drv,
         "devices": devices_info() if drv["available"] else [],
         "cache": cache_info(),

@@ -108,6 +108,9 @@ def test_info_json_schema(cache_dir):
     assert INFO_KEYS <= set(doc) and doc["schema"] == diagnostics.INFO_SCHEMA
     assert set(doc["package"]) == {"name", "version"}
     assert set(doc["nvrtc"]) == {"version", "disabled"}
+    for lib in ("cublas", "cufft"):
+        assert set(doc[lib]) == {"version", "disabled", "error"}
+        assert (doc[lib]["version"] is None) != (doc[lib]["error"] is None)
     assert DRIVER_KEYS <= set(doc["driver"])
     assert CACHE_KEYS <= set(doc["cache"]) and doc["cache"]["directory"] == str(cache_dir)
     assert doc["cache"]["usable"] is True and doc["cache"]["exists"] is False
