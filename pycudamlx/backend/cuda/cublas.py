@@ -21,6 +21,8 @@ import os
 import threading
 from typing import Any
 
+from .vendor import VendorLibrary, env_switch_on
+
 log = logging.getLogger(__name__)
 
 # cublasOperation_t
@@ -66,13 +68,7 @@ def tf32_enabled() -> bool:
 
 
 def disabled() -> bool:
-    v = os.environ.get("PYCUDAMLX_DISABLE_CUBLAS", "").strip().lower()
-    return v not in ("", "0", "false", "no", "off")
-
-
-_lib: Any = None
-_load_error: str | None = None
-_lib_lock = threading.Lock()
+    return env_switch_on("PYCUDAMLX_DISABLE_CUBLAS")
 
 
 def _bind(lib: Any) -> None:
@@ -100,26 +96,12 @@ def _bind(lib: Any) -> None:
         getattr(lib, fn).restype = c_int
 
 
+_library = VendorLibrary("cublas", _bind, "matmul uses the NVRTC GEMM")
+
+
 def library() -> Any:
     """The loaded libcublas (a ctypes.CDLL), or None when it is missing or disabled."""
-    global _lib, _load_error
-    if _lib is not None:
-        return _lib
-    if _load_error is not None:
-        return None
-    with _lib_lock:
-        if _lib is None and _load_error is None:
-            try:
-                from cuda import pathfinder
-
-                path = pathfinder.load_nvidia_dynamic_lib("cublas").abs_path
-                lib = ctypes.CDLL(path)
-                _bind(lib)
-                _lib = lib
-            except Exception as exc:  # not installed, wrong major, no symbols
-                _load_error = f"{type(exc).__name__}: {exc}"
-                log.info("cuBLAS unavailable (%s); matmul uses the NVRTC GEMM", _load_error)
-    return _lib
+    return _library.load()
 
 
 def available() -> bool:
@@ -129,7 +111,7 @@ def available() -> bool:
 
 def load_error() -> str | None:
     library()
-    return _load_error
+    return _library.error
 
 
 def version() -> str | None:
@@ -208,7 +190,7 @@ def gemm_strided_batched(stream: Any, dtype_name: str, trans_a: int, trans_b: in
                          batch: int) -> None:
     """Column-major C = alpha * op(A) op(B) + beta * C, ``batch`` times (cuBLAS's own terms:
     the caller does the row-major transpose trick)."""
-    lib = _lib
+    lib = _library.lib
     data_type, compute, kind = DTYPES[dtype_name]
     if dtype_name == "float32" and tf32_enabled():
         compute = COMPUTE_32F_FAST_TF32

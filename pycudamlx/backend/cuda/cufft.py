@@ -29,6 +29,8 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from .vendor import VendorLibrary, env_switch_on
+
 log = logging.getLogger(__name__)
 
 # cufftType (cufft.h)
@@ -58,8 +60,7 @@ def status_name(status: int) -> str:
 
 
 def disabled() -> bool:
-    v = os.environ.get("PYCUDAMLX_DISABLE_CUFFT", "").strip().lower()
-    return v not in ("", "0", "false", "no", "off")
+    return env_switch_on("PYCUDAMLX_DISABLE_CUFFT")
 
 
 def _cache_size() -> int:
@@ -67,11 +68,6 @@ def _cache_size() -> int:
         return max(1, int(os.environ.get("PYCUDAMLX_CUFFT_PLAN_CACHE", "32")))
     except ValueError:
         return 32
-
-
-_lib: Any = None
-_load_error: str | None = None
-_lib_lock = threading.Lock()
 
 
 def _bind(lib: Any) -> None:
@@ -98,27 +94,12 @@ def _bind(lib: Any) -> None:
         getattr(lib, fn).restype = c_int
 
 
+_library = VendorLibrary("cufft", _bind, "mx.fft on GPU streams runs on the host")
+
+
 def library() -> Any:
     """The loaded libcufft (a ctypes.CDLL), or None when it is missing."""
-    global _lib, _load_error
-    if _lib is not None:
-        return _lib
-    if _load_error is not None:
-        return None
-    with _lib_lock:
-        if _lib is None and _load_error is None:
-            try:
-                from cuda import pathfinder
-
-                path = pathfinder.load_nvidia_dynamic_lib("cufft").abs_path
-                lib = ctypes.CDLL(path)
-                _bind(lib)
-                _lib = lib
-            except Exception as exc:  # not installed, wrong major, no symbols
-                _load_error = f"{type(exc).__name__}: {exc}"
-                log.info("cuFFT unavailable (%s); mx.fft on GPU streams runs on the host",
-                         _load_error)
-    return _lib
+    return _library.load()
 
 
 def available() -> bool:
@@ -128,7 +109,7 @@ def available() -> bool:
 
 def load_error() -> str | None:
     library()
-    return _load_error
+    return _library.error
 
 
 def version() -> int | None:
@@ -226,7 +207,7 @@ class PlanCache:
 
 
 def _destroy(plan: _Plan) -> None:
-    lib = _lib
+    lib = _library.lib
     if lib is None:
         return
     with plan.lock:  # never during an execution's calls
@@ -286,7 +267,7 @@ def execute(stream: Any, fft_type: int, n: int, batch: int, istride: int, idist:
     samples for R2C/C2R, whose complex side holds n//2 + 1 bins) on ``stream``, reading the
     device pointer ``src`` and writing ``dst`` in the advanced layout. Unnormalised, as cuFFT
     is. C2R may overwrite its input. ``direction`` matters for C2C only."""
-    lib = _lib or library()
+    lib = _library.lib or library()
     device = stream.device
     key = plan_key(device.index, fft_type, n, batch, istride, idist, ostride, odist)
     while True:

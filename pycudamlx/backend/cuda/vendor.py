@@ -1,0 +1,52 @@
+"""NVIDIA's libraries from their wheels (cuBLAS, cuFFT), loaded once, through ctypes.
+
+``cuda.pathfinder`` finds the library of the installed wheel (cu12 or cu13 name), so nothing is
+compiled and no toolkit is needed. A library that is missing, of the wrong major version or
+without a symbol we bind is remembered as unavailable with the reason (``pycudamlx info``
+prints it), and its callers take their fallback (the NVRTC GEMM, host FFTs).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import threading
+from typing import Any, Callable
+
+log = logging.getLogger(__name__)
+
+
+def env_switch_on(name: str) -> bool:
+    """A PYCUDAMLX_DISABLE_* style switch: set to anything but "", 0, false, no, off."""
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+class VendorLibrary:
+    """One library, loaded on first use: ``lib`` (the ctypes.CDLL, None until loaded or when
+    unavailable) and ``error`` (why it is unavailable, None otherwise)."""
+
+    def __init__(self, name: str, bind: Callable[[Any], None], fallback: str) -> None:
+        self.name = name          # pathfinder's name: "cublas", "cufft"
+        self.lib: Any = None
+        self.error: str | None = None
+        self._bind = bind         # sets argtypes/restype; raises on a missing symbol
+        self._fallback = fallback
+        self._lock = threading.Lock()
+
+    def load(self) -> Any:
+        """The loaded library, or None when it is unavailable (tried once)."""
+        if self.lib is not None or self.error is not None:
+            return self.lib
+        with self._lock:
+            if self.lib is None and self.error is None:
+                try:
+                    from cuda import pathfinder
+
+                    lib = ctypes.CDLL(pathfinder.load_nvidia_dynamic_lib(self.name).abs_path)
+                    self._bind(lib)
+                    self.lib = lib
+                except Exception as exc:  # not installed, wrong major, no symbols
+                    self.error = f"{type(exc).__name__}: {exc}"
+                    log.info("%s unavailable (%s); %s", self.name, self.error, self._fallback)
+        return self.lib
