@@ -315,3 +315,51 @@ def test_quantized_matmul_width_mismatch_message(transpose):
             m.quantized_matmul(m.ones((2, 32)), wq, s, b, transpose=transpose)
         msgs.append(str(info.value))
     assert msgs[0] == msgs[1]
+
+
+def _derivatives(lib, x, w):
+    """Every gradient/jvp of quantized_matmul and gather_qmm MLX has, or MLX's RuntimeError."""
+    wq, s, b = lib.quantize(w, group_size=32, bits=4)
+    qmm = lambda *a: lib.quantized_matmul(*a, group_size=32, bits=4)  # noqa: E731
+    gqmm = lambda *a: lib.gather_qmm(a[0][:, None], *a[1:], rhs_indices=lib.array([1, 0]),  # noqa: E731
+                                     group_size=32, bits=4)
+    w2, s2, b2 = lib.stack([wq, wq]), lib.stack([s, s * 2]), lib.stack([b, b])
+    out = []
+
+    def attempt(f):
+        try:
+            out.append(np.array(f()))
+        except RuntimeError as e:
+            out.append(str(e))
+
+    for fn, ops in ((qmm, (x, wq, s, b)), (gqmm, (x, w2, s2, b2))):
+        for argnum in range(4):
+            attempt(lambda: lib.grad(lambda *a: (fn(*a) ** 2).sum(), argnums=argnum)(*ops))
+            t = lib.ones_like(ops[argnum])
+            attempt(lambda: lib.jvp(lambda v: fn(*ops[:argnum], v, *ops[argnum + 1:]),
+                                    [ops[argnum]], [t])[1][0])
+    return out
+
+
+def test_no_derivative_wrt_the_quantized_matrix():
+    """MLX raises for a gradient wrt the packed weights (QuantizedLinear unfrozen) and for a
+    jvp wrt any quantized operand; ours used to return silent zeros / a dequantize jvp."""
+    w = RNG.standard_normal((16, 64)).astype(np.float32)
+    x = RNG.standard_normal((2, 64)).astype(np.float32)
+    ours, ref = _derivatives(mx, _mine(x), _mine(w)), _derivatives(M, _theirs(x), _theirs(w))
+    assert len(ours) == len(ref) == 16
+    for o, r in zip(ours, ref):
+        if isinstance(r, str):
+            assert o == r
+        else:
+            np.testing.assert_allclose(o, r, rtol=1e-4, atol=1e-3)
+    # nn: an unfrozen QuantizedLinear cannot be trained; its bias alone can
+    import pycudamlx.nn as nn
+
+    layer = nn.QuantizedLinear(64, 16, group_size=32, bits=4)
+    layer.unfreeze(keys=["bias"])
+    loss = nn.value_and_grad(layer, lambda m, v: m(v).sum())
+    assert sorted(loss(layer, _mine(x))[1]) == ["bias"]
+    layer.unfreeze()
+    with pytest.raises(RuntimeError, match=r"QuantizedMatmul::vjp\] no gradient"):
+        loss(layer, _mine(x))

@@ -18,6 +18,7 @@ import numpy as np
 from .. import dtypes as dt
 from . import device as dev
 from ._base import as_array, astype
+from ..autodiff.custom import guard_operands
 from .array import array, from_data
 from .elementwise import (
     abs as _abs, add, bitwise_and, bitwise_or, clip, divide, equal, greater, left_shift,
@@ -302,7 +303,10 @@ def quantized_matmul(x: array, w: array, /, scales: array, biases: array | None 
     wd = _dequantize(w, scales, biases, gs, b, dt.float32, s)
     if transpose:
         wd = swapaxes(wd, -1, -2, stream=s)
-    return astype(matmul(astype(x, dt.float32, s), wd, stream=s), out, s)
+    res = astype(matmul(astype(x, dt.float32, s), wd, stream=s), out, s)
+    return guard_operands(res, (x, w, scales, biases), (1,),
+                          "[QuantizedMatmul::vjp] no gradient wrt the quantized weights.",
+                          (1, 2, 3), "[QuantizedMatmul::jvp] No JVP wrt the quantized matrix yet.")
 
 
 def _indices(idx: array | None, batch: tuple[int, ...], s: Any) -> array:
@@ -349,4 +353,7 @@ def gather_qmm(x: array, w: array, /, scales: array, biases: array | None = None
     if transpose:
         wd = swapaxes(wd, -1, -2, stream=s)
     res = astype(matmul(astype(xs, dt.float32, s), wd, stream=s), out, s)
-    return reshape(res, (*bshape, *res.shape[-2:]), stream=s)
+    res = reshape(res, (*bshape, *res.shape[-2:]), stream=s)
+    return guard_operands(res, (x, w, scales, biases), (1,),
+                          "[GatherQMM::vjp] no gradient wrt the quantized weights.",
+                          (0, 1, 2, 3), "GatherQMM::jvp NYI")
