@@ -205,27 +205,28 @@ def _custom_call_vjp(prim: CustomCall, inputs: tuple, outs: list, cts: list,
 
 class NoDerivative(Depends):
     """Passes its first input (an op's result) through; the inputs after it are operands of that
-    op that MLX cannot differentiate with respect to (a quantized matrix). Its rule raises MLX's
-    error when a gradient (``vjp_blocked``: which of them) or a jvp (``jvp_blocked``) is asked
-    for one of them, instead of a silent zero gradient through the unpacking ops."""
+    op that MLX cannot differentiate with respect to (a quantized matrix, its fp8 scales). Its
+    rule raises MLX's error when a gradient (``vjp_blocked``) or a jvp (``jvp_blocked``) is
+    asked for one of them, instead of a silent zero gradient through the unpacking ops. Each
+    entry is ``(operand index, exception class, message)``, checked in order."""
 
-    __slots__ = ("vjp_blocked", "vjp_message", "jvp_blocked", "jvp_message")
+    __slots__ = ("vjp_blocked", "jvp_blocked")
     name = "no_derivative"
 
-    def __init__(self, vjp_blocked: tuple[int, ...], vjp_message: str,
-                 jvp_blocked: tuple[int, ...], jvp_message: str) -> None:
+    def __init__(self, vjp_blocked: tuple, jvp_blocked: tuple) -> None:
         super().__init__(1)
         self.vjp_blocked = vjp_blocked
-        self.vjp_message = vjp_message
         self.jvp_blocked = jvp_blocked
-        self.jvp_message = jvp_message
 
     def grad_inputs(self, n: int) -> Sequence[int]:
         return range(n)  # every operand, so that the walk knows which ones are differentiated
 
 
-def guard_operands(result: array, operands: Sequence[array | None], vjp_blocked: tuple[int, ...],
-                   vjp_message: str, jvp_blocked: tuple[int, ...], jvp_message: str) -> array:
+Blocked = tuple  # (operand index, exception class, message)
+
+
+def guard_operands(result: array, operands: Sequence[array | None],
+                   vjp_blocked: Sequence[Blocked], jvp_blocked: Sequence[Blocked]) -> array:
     """``result`` marked with the operands it may not be differentiated for (indices into
     ``operands``); a no-op outside gradient traces."""
     from . import engine
@@ -239,6 +240,9 @@ def guard_operands(result: array, operands: Sequence[array | None], vjp_blocked:
         if o is not None:
             index[i] = len(present)
             present.append(o)
-    prim = NoDerivative(tuple(index[i] for i in vjp_blocked if i in index), vjp_message,
-                        tuple(index[i] for i in jvp_blocked if i in index), jvp_message)
+
+    def remap(entries: Sequence[Blocked]) -> tuple:
+        return tuple((index[i], exc, msg) for i, exc, msg in entries if i in index)
+
+    prim = NoDerivative(remap(vjp_blocked), remap(jvp_blocked))
     return make(prim, (result, *present), result._shape, result._dtype, result._stream)

@@ -235,9 +235,7 @@ def _no_derivative(prim: Any, inputs: tuple, outs: list, cts: list, wanted: list
     """The result passes through; asking for a derivative of a blocked operand is MLX's error."""
     from .engine import jvp_mode
 
-    if jvp_mode():
-        if any(wanted[1 + i] for i in prim.jvp_blocked):
-            raise RuntimeError(prim.jvp_message)
-    elif any(wanted[1 + i] for i in prim.vjp_blocked):
-        raise RuntimeError(prim.vjp_message)
+    for i, exc, message in (prim.jvp_blocked if jvp_mode() else prim.vjp_blocked):
+        if wanted[1 + i]:
+            raise exc(message)
     return [cts[0]] + [None] * (len(inputs) - 1)
