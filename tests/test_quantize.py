@@ -494,3 +494,54 @@ def test_fp_modes_errors_match_mlx(case):
     ref = _fp_error(M, case)
     assert ref is not None
     assert _fp_error(mx, case) == ref
+
+
+@pytest.mark.parametrize("mode", ("nvfp4", "mxfp8"))
+def test_qqmm_single_row(mode):
+    """mx.qqmm (x quantized on the fly, w quantized): MLX's CPU build computes a single row
+    of x; ours equals it (float32), and the same formula serves more rows and a dense w."""
+    w = RNG.standard_normal((32, 64)).astype(np.float32)
+    x = RNG.standard_normal((1, 64)).astype(np.float32)
+    ours, ref = mx.quantize(_mine(w), mode=mode), M.quantize(_theirs(w), mode=mode)
+    for xs in (x, x[0], x[None]):
+        r, rr = mx.qqmm(_mine(xs), *ours, mode=mode), M.qqmm(_theirs(xs), *ref, mode=mode)
+        assert r.shape == tuple(rr.shape) and r.dtype == mx.float32
+        np.testing.assert_allclose(np.array(r), np.array(rr), rtol=1e-5, atol=1e-5)
+    many = RNG.standard_normal((3, 64)).astype(np.float32)
+    rows = np.concatenate([np.array(mx.qqmm(_mine(many[i:i + 1]), *ours, mode=mode))
+                           for i in range(3)])
+    np.testing.assert_allclose(np.array(mx.qqmm(_mine(many), *ours, mode=mode)), rows,
+                               rtol=1e-6)
+    np.testing.assert_array_equal(np.array(mx.qqmm(_mine(x), _mine(w), mode=mode)),
+                                  np.array(mx.qqmm(_mine(x), *ours, mode=mode)))
+    with pytest.raises(RuntimeError, match="QQMatmul::vjp"):
+        mx.grad(lambda v: mx.qqmm(v, _mine(w), mode=mode).sum())(_mine(x))
+
+
+def _qqmm_error(lib, case):
+    w = lib.array(np.linspace(-2, 2, 32 * 64, dtype=np.float32).reshape(32, 64))
+    x = lib.ones((1, 64))
+    q, s = lib.quantize(w, mode="nvfp4")
+    cases = {
+        "no_scales": lambda: lib.qqmm(x, q, mode="nvfp4"),
+        "gs": lambda: lib.qqmm(x, q, s, group_size=32, mode="nvfp4"),
+        "width": lambda: lib.qqmm(x[:, :32], q, s, mode="nvfp4"),
+        "int_x": lambda: lib.qqmm(x.astype(lib.int32), q, s, mode="nvfp4"),
+        "w_3d": lambda: lib.qqmm(x, q[None], s[None], mode="nvfp4"),
+        "one_global": lambda: lib.qqmm(x, q, s, mode="nvfp4", global_scale_x=lib.array(2.0)),
+        "global_mx": lambda: lib.qqmm(x, *lib.quantize(w, mode="mxfp8"), mode="mxfp8",
+                                      global_scale_x=lib.array(2.0),
+                                      global_scale_w=lib.array(2.0)),
+    }
+    try:
+        lib.eval(cases[case]())
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.parametrize("case", ["no_scales", "gs", "width", "int_x", "w_3d", "one_global",
+                                  "global_mx"])
+def test_qqmm_errors_match_mlx(case):
+    ref = _qqmm_error(M, case)
+    assert ref is not None and _qqmm_error(mx, case) == ref

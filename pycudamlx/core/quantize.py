@@ -30,7 +30,7 @@ from .matmul import matmul
 from .reduce import max as _max, min as _min, sum as _sum
 from .shape import broadcast_to, concatenate, expand_dims, fmt_shape, reshape, swapaxes
 
-__all__ = ["quantize", "dequantize", "quantized_matmul", "gather_qmm"]
+__all__ = ["quantize", "dequantize", "quantized_matmul", "gather_qmm", "qqmm"]
 
 _MODES = ("affine", "mxfp4", "mxfp8", "nvfp4")
 _AFFINE_BITS = (1, 2, 3, 4, 5, 6, 8)
@@ -447,3 +447,56 @@ def gather_qmm(x: array, w: array, /, scales: array, biases: array | None = None
     res = astype(matmul(astype(xs, dt.float32, s), wd, stream=s), out, s)
     res = reshape(res, (*bshape, *res.shape[-2:]), stream=s)
     return guard_operands(res, (x, w, scales, biases), *_blocked("GatherQMM", mode))
+
+
+def qqmm(x: array, w: array, scales: array | None = None, group_size: int | None = None,
+         bits: int | None = None, mode: str = "nvfp4", global_scale_x: array | None = None,
+         global_scale_w: array | None = None, *, stream: Any = None) -> array:
+    """``x`` quantized on the fly times ``w`` (already quantized, or quantized on the fly),
+    transposed: ``quantized_matmul(dequantize(quantize(x)), w_q, scales)`` in ``x``'s dtype.
+
+    MLX 0.32.4's CPU build computes only a single row of ``x`` against a quantized ``w`` (the
+    rest is "[QQMatmul] NYI for the general case"); the same formula serves every case here.
+    No gradients (MLX's CPU build has none either)."""
+    s = dev.resolve_stream(stream)
+    x, w = as_array(x), as_array(w)
+    scales = None if scales is None else as_array(scales)
+    if not isinstance(mode, str) or mode not in _MODES:
+        raise ValueError(f"[qqmm] Invalid quantization mode '{mode}'.")
+    quantized = w.dtype is dt.uint32
+    if quantized and scales is None:
+        raise ValueError("[qqmm] Scales must be provided if second argument is quantized.")
+    if x.dtype.kind != "f" or x.dtype is dt.float64:
+        raise ValueError("[qqmm] Only real floating types except float64 are supported but "
+                         f"first argument dtype == {x.dtype.name}.")
+    if w.ndim != 2:
+        raise ValueError("[qqmm] Only 2D inputs are supported but x.ndim() == "
+                         f"{x.ndim} and w.ndim() == {w.ndim}.")
+    if mode == "nvfp4" and (global_scale_x is None) != (global_scale_w is None):
+        raise ValueError("[qqmm] For nvfp4 mode, either both global_scale_x and global_scale_w "
+                         "must be provided, or neither.")
+    gsx = None if global_scale_x is None else as_array(global_scale_x)
+    gsw = None if global_scale_w is None else as_array(global_scale_w)
+    if mode != "nvfp4" and (gsx is not None or gsw is not None):
+        raise ValueError("[qqmm] Global scale is only supported for 'nvfp4' quantization mode.")
+    if not quantized:
+        w, scales, *_ = quantize(w, group_size, bits, mode, global_scale=gsw, stream=s)
+    dgs, dbits = _fp.FP_MODES.get(mode, (64, 4))
+    gs = dgs if group_size is None else int(group_size)
+    b = dbits if bits is None else int(bits)
+    _check_affine("qqmm", w, scales, None, gs, b, need_biases=False)
+    _qmm_prepare("qqmm", x, w, scales, None, True, gs, b, need_biases=False)
+    if mode == "affine":
+        raise NotImplementedError("[qqmm] The 'affine' mode has no biases here; use "
+                                  "quantized_matmul for affine weights.")
+    rows = reshape(x, (-1, x.shape[-1]), stream=s)
+    xq = quantize(rows, gs, b, mode, global_scale=gsx, stream=s)
+    xd = dequantize(*xq, group_size=gs, bits=b, mode=mode, global_scale=gsx, dtype=x.dtype,
+                    stream=s)
+    xd = reshape(xd, x.shape, stream=s)
+    wd = _fp.fp_dequantize(w, scales, mode, gsw, dt.float32, s)
+    res = astype(matmul(astype(xd, dt.float32, s), swapaxes(wd, -1, -2, stream=s), stream=s),
+                 x.dtype, s)
+    blocked = [(i, RuntimeError, "[QQMatmul::vjp] Gradients of qqmm are not implemented in "
+                                 "pycudamlx.") for i in range(3)]
+    return guard_operands(res, (as_array(x), w, scales), blocked, blocked)
