@@ -133,7 +133,7 @@ def tree_merge(tree_a: Any, tree_b: Any, merge_fn: Callable | None = None) -> An
         return type(tree_a)()
     a = None if empty_a else tree_a
     b = None if empty_b else tree_b
-    if a is None or b is None:
+    if (a is None) != (b is None):  # two Nones are two leaves at one place, as in MLX
         return b if a is None else a
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return _rebuild(a, (tree_merge(x, y, merge_fn) for x, y in zip_longest(a, b)))

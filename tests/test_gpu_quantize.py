@@ -92,3 +92,30 @@ def test_gather_qmm_gpu():
     r = _host(ref)
     assert out.shape == ref.shape
     assert np.abs(_host(out) - r).max() <= 2e-3 * np.abs(r).max()
+
+
+@pytest.mark.parametrize("mode", ("mxfp4", "mxfp8", "nvfp4"))
+@pytest.mark.parametrize("dtype", ("float32", "float16", "bfloat16"))
+def test_microscaling_modes_gpu_equals_cpu(mode, dtype):
+    """mxfp4/mxfp8/nvfp4 (log2/ceil of the scale, E4M3/E2M1 rounding, the power-of-two and
+    fp8 tables) on the GPU: the same codes and scales as the CPU stream's."""
+    w = RNG.standard_normal((67, 256)).astype(np.float32)
+    w[0, :64] = 0
+    w[1] *= 1e4
+    w = mx.array(w).astype(getattr(mx, dtype))
+    kw = {"global_scale": mx.array(3.0)} if mode == "nvfp4" and dtype == "float32" else {}
+    ref = mx.quantize(w, mode=mode, stream=mx.cpu, **kw)
+    out = mx.quantize(w, mode=mode, stream=mx.gpu, **kw)
+    for o, r in zip(out, ref):
+        _on_gpu(o)
+        assert o.dtype == r.dtype and o.shape == r.shape
+        np.testing.assert_array_equal(np.array(o), np.array(r))
+    d = mx.dequantize(*out, mode=mode, dtype=mx.float32, stream=mx.gpu, **kw)
+    dr = mx.dequantize(*ref, mode=mode, dtype=mx.float32, stream=mx.cpu, **kw)
+    _on_gpu(d)
+    np.testing.assert_array_equal(_host(d), _host(dr))
+    x = mx.array(RNG.standard_normal((5, 256)).astype(np.float32))
+    y = mx.quantized_matmul(x, *out, mode=mode, stream=mx.gpu)
+    yr = mx.quantized_matmul(x, *ref, mode=mode, stream=mx.cpu)
+    _on_gpu(y)
+    np.testing.assert_allclose(_host(y), _host(yr), rtol=2e-3, atol=2e-3)

@@ -245,6 +245,34 @@ def test_quantized_layers_and_quantize():
         nn.quantize(nn.Sequential(nn.ReLU()), class_predicate=lambda p, m: True)
 
 
+
+@pytest.mark.parametrize("mode", ["mxfp4", "mxfp8", "nvfp4"])
+def test_quantize_microscaling_modes(mode):
+    """nn.quantize(mode=...) used to raise NotImplementedError: the packed weights and uint8
+    scales equal MLX's, there are no biases, the embedding returns bfloat16 and an unfrozen
+    scale has MLX's gradient error."""
+    M.random.seed(4)
+    theirs = MN.Sequential(MN.Embedding(16, 64), MN.Linear(64, 32), MN.Linear(32, 8))
+    ours = nn.Sequential(nn.Embedding(16, 64), nn.Linear(64, 32), nn.Linear(32, 8))
+    ours.update(to_ours(theirs.parameters()))
+    MN.quantize(theirs, mode=mode)
+    nn.quantize(ours, mode=mode)
+    assert repr(ours) == repr(theirs)
+    assert_same_params(ours, theirs, exact=True)
+    assert "biases" not in ours.layers[1]
+    idx = np.array([[1, 5, 15]], dtype=np.int32)
+    emb, emb_ref = ours.layers[0](mx.array(idx)), theirs.layers[0](M.array(idx))
+    assert emb.dtype == mx.bfloat16 and str(emb_ref.dtype) == "mlx.core.bfloat16"
+    np.testing.assert_array_equal(np.array(emb.astype(mx.float32)),
+                                  np.array(emb_ref.astype(M.float32)))
+    h, hm = rand(2, 64)
+    close(ours.layers[1](h), theirs.layers[1](hm))
+    ours.layers[1].unfreeze(keys=["scales"])
+    loss = nn.value_and_grad(ours.layers[1], lambda m, v: m(v).sum())
+    with pytest.raises(ValueError, match=f"no gradient wrt scales in {mode} quantization"):
+        loss(ours.layers[1], h)
+
+
 # ----------------------------------------------------------------------------- activations
 ACTIVATION_FNS = ["sigmoid", "relu", "relu2", "relu6", "leaky_relu", "log_softmax", "elu",
                   "softmax", "softplus", "softsign", "softshrink", "celu", "silu",

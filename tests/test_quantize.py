@@ -176,9 +176,9 @@ def test_errors():
         mx.quantize(w, bits=7)
     with pytest.raises(ValueError, match="Invalid quantization mode 'foo'"):
         mx.quantize(w, mode="foo")
-    for mode in ("mxfp4", "mxfp8", "nvfp4"):
-        with pytest.raises(NotImplementedError, match=mode):
-            mx.quantize(w, mode=mode)
+    for mode, gs in (("mxfp4", 32), ("mxfp8", 32), ("nvfp4", 16)):
+        with pytest.raises(ValueError, match=f"{mode} quantization requires group size {gs}"):
+            mx.quantize(w, group_size=64, mode=mode)
     with pytest.raises(ValueError, match="at least 2 dimension"):
         mx.quantize(w[0])
     with pytest.raises(ValueError, match="divisible by the quantization group size 32"):
@@ -315,3 +315,233 @@ def test_quantized_matmul_width_mismatch_message(transpose):
             m.quantized_matmul(m.ones((2, 32)), wq, s, b, transpose=transpose)
         msgs.append(str(info.value))
     assert msgs[0] == msgs[1]
+
+
+def _derivatives(lib, x, w):
+    """Every gradient/jvp of quantized_matmul and gather_qmm MLX has, or MLX's RuntimeError."""
+    wq, s, b = lib.quantize(w, group_size=32, bits=4)
+    qmm = lambda *a: lib.quantized_matmul(*a, group_size=32, bits=4)  # noqa: E731
+    gqmm = lambda *a: lib.gather_qmm(a[0][:, None], *a[1:], rhs_indices=lib.array([1, 0]),  # noqa: E731
+                                     group_size=32, bits=4)
+    w2, s2, b2 = lib.stack([wq, wq]), lib.stack([s, s * 2]), lib.stack([b, b])
+    out = []
+
+    def attempt(f):
+        try:
+            out.append(np.array(f()))
+        except RuntimeError as e:
+            out.append(str(e))
+
+    for fn, ops in ((qmm, (x, wq, s, b)), (gqmm, (x, w2, s2, b2))):
+        for argnum in range(4):
+            attempt(lambda: lib.grad(lambda *a: (fn(*a) ** 2).sum(), argnums=argnum)(*ops))
+            t = lib.ones_like(ops[argnum])
+            attempt(lambda: lib.jvp(lambda v: fn(*ops[:argnum], v, *ops[argnum + 1:]),
+                                    [ops[argnum]], [t])[1][0])
+    return out
+
+
+def test_no_derivative_wrt_the_quantized_matrix():
+    """MLX raises for a gradient wrt the packed weights (QuantizedLinear unfrozen) and for a
+    jvp wrt any quantized operand; ours used to return silent zeros / a dequantize jvp."""
+    w = RNG.standard_normal((16, 64)).astype(np.float32)
+    x = RNG.standard_normal((2, 64)).astype(np.float32)
+    ours, ref = _derivatives(mx, _mine(x), _mine(w)), _derivatives(M, _theirs(x), _theirs(w))
+    assert len(ours) == len(ref) == 16
+    for o, r in zip(ours, ref):
+        if isinstance(r, str):
+            assert o == r
+        else:
+            np.testing.assert_allclose(o, r, rtol=1e-4, atol=1e-3)
+    # nn: an unfrozen QuantizedLinear cannot be trained; its bias alone can
+    import pycudamlx.nn as nn
+
+    layer = nn.QuantizedLinear(64, 16, group_size=32, bits=4)
+    layer.unfreeze(keys=["bias"])
+    loss = nn.value_and_grad(layer, lambda m, v: m(v).sum())
+    assert sorted(loss(layer, _mine(x))[1]) == ["bias"]
+    layer.unfreeze()
+    with pytest.raises(RuntimeError, match=r"QuantizedMatmul::vjp\] no gradient"):
+        loss(layer, _mine(x))
+
+
+FP_MODES = ("mxfp4", "mxfp8", "nvfp4")
+
+
+def _fp_weights() -> np.ndarray:
+    """Rows at several magnitudes, an all-zero group, values on E2M1's midpoints, powers of
+    two and float32 subnormals (whose E8M0 exponent falls below the byte's range)."""
+    w = RNG.standard_normal((8, 128)).astype(np.float32)
+    w *= np.array([1e-6, 1e-3, 1, 1, 30, 1e4, 1, 1], np.float32)[:, None]
+    w[2, :40] = 0
+    w[3] = RNG.choice(np.float32([0.25, 0.75, -0.25, -0.75, 5, -5, 3, 6, -0.0, 1.25]), 128)
+    w[6] = np.float32(2.0) ** RNG.integers(-20, 20, 128)
+    w[7, :32] = np.float32(1e-40)
+    return w
+
+
+@pytest.mark.parametrize("mode", FP_MODES)
+@pytest.mark.parametrize("dtype", ("float32", "bfloat16"))
+def test_fp_modes_bit_identical(mode, dtype):
+    """mxfp4/mxfp8/nvfp4: packed codes and uint8 scales equal MLX's bit for bit; dequantize
+    in every output dtype (default bfloat16) equal too."""
+    w = _fp_weights()
+    ours, ref = mx.quantize(_mine(w, dtype), mode=mode), M.quantize(_theirs(w, dtype), mode=mode)
+    _assert_same_quant_n(ours, ref, 2)
+    for out in (None, "float32", "float16", "bfloat16"):
+        kw_o = {} if out is None else {"dtype": getattr(mx, out)}
+        kw_r = {} if out is None else {"dtype": getattr(M, out)}
+        d, dr = mx.dequantize(*ours, mode=mode, **kw_o), M.dequantize(*ref, mode=mode, **kw_r)
+        assert d.dtype.name == str(dr.dtype).split(".")[-1]
+        np.testing.assert_array_equal(_np(d), _np(dr))
+
+
+def _assert_same_quant_n(ours, ref, n):
+    assert len(ours) == len(ref) == n
+    for o, r in zip(ours, ref):
+        assert o.shape == tuple(r.shape) and o.dtype.name == str(r.dtype).split(".")[-1]
+        np.testing.assert_array_equal(np.array(o), np.array(r))
+
+
+@pytest.mark.parametrize("scale", (1.0, 3.0, 0.37, None))
+def test_nvfp4_global_scale(scale):
+    w = RNG.standard_normal((4, 64)).astype(np.float32) * 2
+    g = float(np.abs(w).max()) if scale is None else scale
+    ours = mx.quantize(_mine(w), mode="nvfp4", global_scale=mx.array(g))
+    ref = M.quantize(_theirs(w), mode="nvfp4", global_scale=M.array(g))
+    _assert_same_quant_n(ours, ref, 2)
+    d = mx.dequantize(*ours, mode="nvfp4", global_scale=mx.array(g), dtype=mx.bfloat16)
+    dr = M.dequantize(*ref, mode="nvfp4", global_scale=M.array(g), dtype=M.bfloat16)
+    assert d.dtype == mx.float32 and dr.dtype == M.float32  # the global scale makes it float32
+    np.testing.assert_array_equal(np.array(d), np.array(dr))
+
+
+@pytest.mark.parametrize("mode", FP_MODES)
+def test_fp_modes_matmuls(mode):
+    w = RNG.standard_normal((2, 24, 64)).astype(np.float32)
+    x = RNG.standard_normal((3, 64)).astype(np.float32)
+    ours, ref = mx.quantize(_mine(w), mode=mode), M.quantize(_theirs(w), mode=mode)
+    for transpose, xs in ((True, x), (False, x[:, :24])):
+        r = mx.quantized_matmul(_mine(xs), ours[0][0], ours[1][0], transpose=transpose, mode=mode)
+        rr = M.quantized_matmul(_theirs(xs), ref[0][0], ref[1][0], transpose=transpose, mode=mode)
+        assert r.shape == tuple(rr.shape) and r.dtype == mx.float32
+        np.testing.assert_allclose(np.array(r), np.array(rr), rtol=1e-5, atol=1e-5)
+    # half inputs give half outputs (MLX's CPU kernel accumulates groups in the half type,
+    # so the values agree to the half type's precision only)
+    r = mx.quantized_matmul(_mine(x, "bfloat16"), ours[0][1], ours[1][1], mode=mode)
+    rr = M.quantized_matmul(_theirs(x, "bfloat16"), ref[0][1], ref[1][1], mode=mode)
+    assert r.dtype == mx.bfloat16
+    np.testing.assert_allclose(_np(r), _np(rr), rtol=0, atol=0.02 * np.abs(_np(rr)).max())
+    idx = np.array([1, 0, 1], np.uint32)
+    r = mx.gather_qmm(_mine(x[:, None]), *ours, rhs_indices=mx.array(idx), mode=mode)
+    rr = M.gather_qmm(_theirs(x[:, None]), *ref, rhs_indices=M.array(idx), mode=mode)
+    np.testing.assert_allclose(np.array(r), np.array(rr), rtol=1e-5, atol=1e-5)
+    g = mx.grad(lambda v: mx.quantized_matmul(v, *[a[0] for a in ours], mode=mode).sum())(
+        _mine(x))
+    gr = M.grad(lambda v: M.quantized_matmul(v, *[a[0] for a in ref], mode=mode).sum())(
+        _theirs(x))
+    np.testing.assert_allclose(np.array(g), np.array(gr), rtol=1e-5, atol=1e-5)
+
+
+def _fp_error(lib, case):
+    w = lib.array(np.linspace(-2, 2, 256, dtype=np.float32).reshape(4, 64))
+    x = lib.ones((3, 64))
+    q, s = lib.quantize(w, mode="mxfp4")
+    qn, sn = lib.quantize(w, mode="nvfp4")
+    cases = {
+        "bits": lambda: lib.quantize(w, bits=8, mode="mxfp4"),
+        "gs_bits": lambda: lib.quantize(w, group_size=64, bits=8, mode="mxfp8"),
+        "odd_width": lambda: lib.quantize(w[:, :48], mode="mxfp4"),
+        "int": lambda: lib.quantize(w.astype(lib.int32), mode="nvfp4"),
+        "nv_rows": lambda: lib.quantize(w[:3, :16], mode="nvfp4"),
+        "global_mx": lambda: lib.quantize(w, mode="mxfp4", global_scale=lib.array(2.0)),
+        "global_f16": lambda: lib.quantize(w, mode="nvfp4",
+                                           global_scale=lib.array(2.0, dtype=lib.float16)),
+        "global_shape": lambda: lib.quantize(w, mode="nvfp4", global_scale=lib.array([2.0, 3.0])),
+        "deq_biases": lambda: lib.dequantize(q, s, s, group_size=64, mode="mxfp4"),
+        "deq_scale_type": lambda: lib.dequantize(q, s.astype(lib.float32), s, mode="mxfp4"),
+        "deq_gs": lambda: lib.dequantize(q, s, group_size=64, mode="mxfp4"),
+        "deq_shape": lambda: lib.dequantize(q, s[:, :1], mode="mxfp4"),
+        "deq_w": lambda: lib.dequantize(q.astype(lib.int32), s, mode="mxfp4"),
+        "deq_dtype": lambda: lib.dequantize(q, s, mode="mxfp4", dtype=lib.int32),
+        "deq_global": lambda: lib.dequantize(q, s, mode="mxfp4", global_scale=lib.array(1.0)),
+        "qmm_scale_type": lambda: lib.quantized_matmul(x, q, s.astype(lib.float32), mode="mxfp4"),
+        "qmm_biases": lambda: lib.quantized_matmul(x, qn, sn, sn, mode="nvfp4"),
+        "qmm_gs": lambda: lib.quantized_matmul(x, q, s, group_size=64, mode="mxfp4"),
+        "qmm_width": lambda: lib.quantized_matmul(x[:, :32], q, s, mode="mxfp4"),
+        "qmm_int_x": lambda: lib.quantized_matmul(x.astype(lib.int32), q, s, mode="mxfp4"),
+        "grad_scales": lambda: lib.grad(lambda v: lib.quantized_matmul(
+            x, q, v, mode="mxfp4").sum())(s),
+        "grad_scales_gather": lambda: lib.grad(lambda v: lib.gather_qmm(
+            x[:, None], q[None], v[None], rhs_indices=lib.array([0, 0, 0]),
+            mode="nvfp4" if False else "mxfp4").sum())(s),
+        "grad_weights": lambda: lib.grad(lambda v: lib.quantized_matmul(
+            x, v, s, mode="mxfp4").sum())(q),
+    }
+    try:
+        lib.eval(cases[case]())
+    except (ValueError, RuntimeError) as e:
+        return type(e).__name__, str(e)
+    return None
+
+
+@pytest.mark.parametrize("case", [
+    "bits", "gs_bits", "odd_width", "int", "nv_rows", "global_mx", "global_f16", "global_shape",
+    "deq_biases", "deq_scale_type", "deq_gs", "deq_shape", "deq_w", "deq_dtype", "deq_global",
+    "qmm_scale_type", "qmm_biases", "qmm_gs", "qmm_width", "qmm_int_x", "grad_scales",
+    "grad_scales_gather", "grad_weights"])
+def test_fp_modes_errors_match_mlx(case):
+    ref = _fp_error(M, case)
+    assert ref is not None
+    assert _fp_error(mx, case) == ref
+
+
+@pytest.mark.parametrize("mode", ("nvfp4", "mxfp8"))
+def test_qqmm_single_row(mode):
+    """mx.qqmm (x quantized on the fly, w quantized): MLX's CPU build computes a single row
+    of x; ours equals it (float32), and the same formula serves more rows and a dense w."""
+    w = RNG.standard_normal((32, 64)).astype(np.float32)
+    x = RNG.standard_normal((1, 64)).astype(np.float32)
+    ours, ref = mx.quantize(_mine(w), mode=mode), M.quantize(_theirs(w), mode=mode)
+    for xs in (x, x[0], x[None]):
+        r, rr = mx.qqmm(_mine(xs), *ours, mode=mode), M.qqmm(_theirs(xs), *ref, mode=mode)
+        assert r.shape == tuple(rr.shape) and r.dtype == mx.float32
+        np.testing.assert_allclose(np.array(r), np.array(rr), rtol=1e-5, atol=1e-5)
+    many = RNG.standard_normal((3, 64)).astype(np.float32)
+    rows = np.concatenate([np.array(mx.qqmm(_mine(many[i:i + 1]), *ours, mode=mode))
+                           for i in range(3)])
+    np.testing.assert_allclose(np.array(mx.qqmm(_mine(many), *ours, mode=mode)), rows,
+                               rtol=1e-6)
+    np.testing.assert_array_equal(np.array(mx.qqmm(_mine(x), _mine(w), mode=mode)),
+                                  np.array(mx.qqmm(_mine(x), *ours, mode=mode)))
+    with pytest.raises(RuntimeError, match="QQMatmul::vjp"):
+        mx.grad(lambda v: mx.qqmm(v, _mine(w), mode=mode).sum())(_mine(x))
+
+
+def _qqmm_error(lib, case):
+    w = lib.array(np.linspace(-2, 2, 32 * 64, dtype=np.float32).reshape(32, 64))
+    x = lib.ones((1, 64))
+    q, s = lib.quantize(w, mode="nvfp4")
+    cases = {
+        "no_scales": lambda: lib.qqmm(x, q, mode="nvfp4"),
+        "gs": lambda: lib.qqmm(x, q, s, group_size=32, mode="nvfp4"),
+        "width": lambda: lib.qqmm(x[:, :32], q, s, mode="nvfp4"),
+        "int_x": lambda: lib.qqmm(x.astype(lib.int32), q, s, mode="nvfp4"),
+        "w_3d": lambda: lib.qqmm(x, q[None], s[None], mode="nvfp4"),
+        "one_global": lambda: lib.qqmm(x, q, s, mode="nvfp4", global_scale_x=lib.array(2.0)),
+        "global_mx": lambda: lib.qqmm(x, *lib.quantize(w, mode="mxfp8"), mode="mxfp8",
+                                      global_scale_x=lib.array(2.0),
+                                      global_scale_w=lib.array(2.0)),
+    }
+    try:
+        lib.eval(cases[case]())
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.parametrize("case", ["no_scales", "gs", "width", "int_x", "w_3d", "one_global",
+                                  "global_mx"])
+def test_qqmm_errors_match_mlx(case):
+    ref = _qqmm_error(M, case)
+    assert ref is not None and _qqmm_error(mx, case) == ref

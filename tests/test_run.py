@@ -198,11 +198,14 @@ def test_utils_multi_tree_and_merge(mlx_utils):
         [("01", 1), ("1", 3)])
     for x, y in [({"a": 1}, {"b": 2}), ([1, None], [None, 2]), ({}, {}), ([], {"a": 1})]:
         assert utils.tree_merge(x, y) == mlx_utils.tree_merge(x, y)
-    for x, y in [({"a": 1}, {"a": 2}), ([], {})]:
+    # two Nones at one place are two leaves: merge_fn's, or MLX's error without one
+    for x, y in [({"a": 1}, {"a": 2}), ([], {}), (None, None), ([1, None], [None, None])]:
         with pytest.raises(ValueError):
             utils.tree_merge(x, y)
         with pytest.raises(ValueError):
             mlx_utils.tree_merge(x, y)
     assert utils.tree_merge({"a": 1}, {"a": 2}, f) == mlx_utils.tree_merge({"a": 1}, {"a": 2}, f)
+    g = lambda x, y: (x, y)  # noqa: E731
+    assert utils.tree_merge([None], [None], g) == mlx_utils.tree_merge([None], [None], g)
     with pytest.raises(ValueError, match="Destination"):
         utils.tree_flatten([1], destination=set())

@@ -18,6 +18,7 @@ import numpy as np
 from ..core.array import array, make_multi
 from ..graph.primitive import OutSpec, Primitive
 from ..graph.primitives.elementwise import AsType
+from ..graph.primitives.shape import Depends
 from .registry import register
 
 #: How many ``mx.vmap`` traces are running: inside one, a custom_function with a vmap rule
@@ -197,3 +198,51 @@ def _custom_call_vjp(prim: CustomCall, inputs: tuple, outs: list, cts: list,
         _, result = vjp_flat(fun_flat, primal_arrays, cts)
     return [None] * n_out + list(result[:len(primal_arrays)])
 
+
+
+# ---- operands without a derivative ---------------------------------------------------------
+
+
+class NoDerivative(Depends):
+    """Passes its first input (an op's result) through; the inputs after it are operands of that
+    op that MLX cannot differentiate with respect to (a quantized matrix, its fp8 scales). Its
+    rule raises MLX's error when a gradient (``vjp_blocked``) or a jvp (``jvp_blocked``) is
+    asked for one of them, instead of a silent zero gradient through the unpacking ops. Each
+    entry is ``(operand index, exception class, message)``, checked in order."""
+
+    __slots__ = ("vjp_blocked", "jvp_blocked")
+    name = "no_derivative"
+
+    def __init__(self, vjp_blocked: tuple, jvp_blocked: tuple) -> None:
+        super().__init__(1)
+        self.vjp_blocked = vjp_blocked
+        self.jvp_blocked = jvp_blocked
+
+    def grad_inputs(self, n: int) -> Sequence[int]:
+        return range(n)  # every operand, so that the walk knows which ones are differentiated
+
+
+Blocked = tuple  # (operand index, exception class, message)
+
+
+def guard_operands(result: array, operands: Sequence[array | None],
+                   vjp_blocked: Sequence[Blocked], jvp_blocked: Sequence[Blocked]) -> array:
+    """``result`` marked with the operands it may not be differentiated for (indices into
+    ``operands``); a no-op outside gradient traces."""
+    from . import engine
+    from ..core.array import make
+
+    if engine._depth == 0:
+        return result
+    present: list[array] = []
+    index: dict[int, int] = {}
+    for i, o in enumerate(operands):
+        if o is not None:
+            index[i] = len(present)
+            present.append(o)
+
+    def remap(entries: Sequence[Blocked]) -> tuple:
+        return tuple((index[i], exc, msg) for i, exc, msg in entries if i in index)
+
+    prim = NoDerivative(remap(vjp_blocked), remap(jvp_blocked))
+    return make(prim, (result, *present), result._shape, result._dtype, result._stream)

@@ -15,6 +15,7 @@ from .. import dtypes as dt
 from ..core.array import make
 from ..graph.primitives import (bitview, creation, fast as F, fft as FFT, matmul as M,
                                 random as RND, shape as SH, sorting as S)
+from .custom import NoDerivative
 from .registry import register, register_single
 
 
@@ -227,3 +228,14 @@ def _fft(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
 def _depends(prim: Any, inputs: tuple, outs: list, cts: list, wanted: list) -> list:
     """The outputs are the first inputs; the dependencies get no gradient."""
     return list(cts[:prim.n_out]) + [None] * (len(inputs) - prim.n_out)
+
+
+@register(NoDerivative)
+def _no_derivative(prim: Any, inputs: tuple, outs: list, cts: list, wanted: list) -> list:
+    """The result passes through; asking for a derivative of a blocked operand is MLX's error."""
+    from .engine import jvp_mode
+
+    for i, exc, message in (prim.jvp_blocked if jvp_mode() else prim.vjp_blocked):
+        if wanted[1 + i]:
+            raise exc(message)
+    return [cts[0]] + [None] * (len(inputs) - 1)

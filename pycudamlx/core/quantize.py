@@ -17,7 +17,9 @@ import numpy as np
 
 from .. import dtypes as dt
 from . import device as dev
+from . import quantize_fp as _fp
 from ._base import as_array, astype
+from ..autodiff.custom import guard_operands
 from .array import array, from_data
 from .elementwise import (
     abs as _abs, add, bitwise_and, bitwise_or, clip, divide, equal, greater, left_shift,
@@ -28,7 +30,7 @@ from .matmul import matmul
 from .reduce import max as _max, min as _min, sum as _sum
 from .shape import broadcast_to, concatenate, expand_dims, fmt_shape, reshape, swapaxes
 
-__all__ = ["quantize", "dequantize", "quantized_matmul", "gather_qmm"]
+__all__ = ["quantize", "dequantize", "quantized_matmul", "gather_qmm", "qqmm"]
 
 _MODES = ("affine", "mxfp4", "mxfp8", "nvfp4")
 _AFFINE_BITS = (1, 2, 3, 4, 5, 6, 8)
@@ -42,9 +44,7 @@ def _params(fn: str, group_size: int | None, bits: int | None, mode: str,
     if not isinstance(mode, str) or mode not in _MODES:
         raise ValueError(f"[{fn}] Invalid quantization mode '{mode}'.")
     if mode != "affine":
-        raise NotImplementedError(
-            f"[{fn}] Quantization mode '{mode}' is not implemented in pycudamlx yet; only "
-            "'affine' is supported.")
+        return _fp.check_sizes(fn, mode, group_size, bits)
     gs = 64 if group_size is None else int(group_size)
     b = 4 if bits is None else int(bits)
     if check:
@@ -145,18 +145,25 @@ def quantize(w: array, /, group_size: int | None = None, bits: int | None = None
     s = dev.resolve_stream(stream)
     w = as_array(w)
     # MLX's order: dtype, rank, divisibility, then the group size and bits themselves.
-    gs = 64 if group_size is None or mode != "affine" else int(group_size)
+    if group_size is not None:
+        gs = int(group_size)
+    else:
+        gs = _fp.FP_MODES[mode][0] if mode != "affine" else 64
     if w.dtype.kind != "f":
         raise ValueError(f"[quantize] Only real floating types can be quantized but w has type "
                          f"{w.dtype.name}.")
     if w.ndim < 2:
         raise ValueError("[quantize] The matrix to be quantized must have at least 2 dimension "
                          f"but it has only {w.ndim}.")
-    if mode == "affine" and gs > 0 and w.shape[-1] % gs:
+    if gs > 0 and w.shape[-1] % gs:
         raise ValueError("[quantize] The last dimension of the matrix needs to be divisible by "
                          f"the quantization group size {gs}. However the provided  matrix has "
                          f"shape {fmt_shape(w.shape)}")
     gs, b = _params("quantize", group_size, bits, mode)
+    if mode != "affine":
+        gscale = None if global_scale is None else as_array(global_scale)
+        _fp.check_global_scale("quantize", mode, gscale)
+        return _fp.fp_quantize(w, mode, gscale, s)
     if w.dtype is dt.float64:
         # MLX accepts it at call time and fails at evaluation; refuse it up front.
         raise RuntimeError("[quantize] Only float32, float16 and bfloat16 inputs can be "
@@ -191,7 +198,7 @@ def _defaults(fn: str, group_size: int | None, bits: int | None, mode: str) -> t
     if not isinstance(mode, str) or mode not in _MODES:
         raise ValueError(f"[{fn}] Invalid quantization mode '{mode}'.")
     if mode != "affine":
-        _params(fn, group_size, bits, mode)  # raises: only 'affine' is implemented
+        return _fp.check_sizes(fn, mode, group_size, bits)
     gs = 64 if group_size is None else int(group_size)
     b = 4 if bits is None else int(bits)
     if gs <= 0 or b <= 0:
@@ -200,11 +207,38 @@ def _defaults(fn: str, group_size: int | None, bits: int | None, mode: str) -> t
     return gs, b
 
 
+def _check_fp(fn: str, w: array, scales: array, biases: array | None, mode: str,
+              group_size: int | None, bits: int | None) -> tuple[int, int]:
+    """MLX's checks of a microscaling-quantized matrix (scale type, no biases, the mode's
+    sizes, then the matrix as for affine)."""
+    if scales.dtype is not dt.uint8:
+        raise ValueError(f"[{fn}] Scale type must be uint8 but received type "
+                         f"{scales.dtype.name}.")
+    if biases is not None:
+        raise ValueError(f"[{fn}] Biases must be null for quantization mode '{mode}'.")
+    gs, b = _fp.check_sizes(fn, mode, group_size, bits)
+    if fn == "dequantize":
+        if w.dtype is not dt.uint32:
+            raise ValueError("[dequantize] The matrix should be given as a uint32")
+        if w.ndim < 2:
+            raise ValueError("[dequantize] The matrix to be dequantized must have at least 2 "
+                             f"dimension but it has only {w.ndim}.")
+        if (scales.shape != (*w.shape[:-1], w.shape[-1] * 32 // b // gs)
+                or (w.shape[-1] * 32) % (b * gs)):
+            raise ValueError("[dequantize] Shape of scales does not match the matrix given the "
+                             "quantization parameters. Provided matrix of shape "
+                             f"{fmt_shape(w.shape)} and scales of shape "
+                             f"{fmt_shape(scales.shape)}.")
+    else:
+        _check_affine(fn, w, scales, None, gs, b, need_biases=False)
+    return gs, b
+
+
 def _check_affine(fn: str, w: array, scales: array, biases: array | None, gs: int, b: int,
-                  ) -> None:
+                  need_biases: bool = True) -> None:
     """MLX's checks of a quantized matrix, in its order and words (dequantize's differ from
     the quantized matmuls')."""
-    if biases is None:
+    if biases is None and need_biases:
         raise ValueError(f"[{fn}] Biases must be provided for affine quantization.")
     if fn == "dequantize":
         if w.dtype is not dt.uint32:
@@ -227,7 +261,7 @@ def _check_affine(fn: str, w: array, scales: array, biases: array | None, gs: in
         raise ValueError(f"[{fn}] Weight and scales should have the same batch shape. Received "
                          f"weight with shape {fmt_shape(w.shape)}, scales with "
                          f"{fmt_shape(scales.shape)}.")
-    if scales.shape != biases.shape:
+    if biases is not None and scales.shape != biases.shape:
         raise ValueError(f"[{fn}] Scales and biases should have the same shape. Received scales "
                          f"with shape {fmt_shape(scales.shape)} and biases with "
                          f"{fmt_shape(biases.shape)}")
@@ -248,27 +282,41 @@ def _dequantize(w: array, scales: array, biases: array, gs: int, b: int, out: dt
     return reshape(add(multiply(grouped, sc, stream=s), bi, stream=s), (*lead, k), stream=s)
 
 
+def _check_out_dtype(dtype: dt.Dtype | None) -> None:
+    if dtype is not None and (not isinstance(dtype, dt.Dtype) or dtype.kind != "f"):
+        raise ValueError("[dequantize] Only real floating types are supported but output dtype "
+                         f"== {getattr(dtype, 'name', dtype)}.")
+
+
 def dequantize(w: array, /, scales: array, biases: array | None = None,
                group_size: int | None = None, bits: int | None = None, mode: str = "affine",
                global_scale: array | None = None, dtype: dt.Dtype | None = None, *,
                stream: Any = None) -> array:
     """Undo ``quantize``: ``w_i = scale * q_i + bias`` per group, in ``dtype`` (default: the
     scales' dtype)."""
-    gs, b = _defaults("dequantize", group_size, bits, mode)
+    if not isinstance(mode, str) or mode not in _MODES:
+        raise ValueError(f"[dequantize] Invalid quantization mode '{mode}'.")
     s = dev.resolve_stream(stream)
     w, scales = as_array(w), as_array(scales)
     biases = None if biases is None else as_array(biases)
-    if dtype is not None and (not isinstance(dtype, dt.Dtype) or dtype.kind != "f"):
-        raise ValueError("[dequantize] Only real floating types are supported but output dtype "
-                         f"== {getattr(dtype, 'name', dtype)}.")
+    if mode != "affine":
+        _check_fp("dequantize", w, scales, biases, mode, group_size, bits)
+        gscale = None if global_scale is None else as_array(global_scale)
+        _fp.check_global_scale("dequantize", mode, gscale)
+        _check_out_dtype(dtype)
+        return _fp.fp_dequantize(w, scales, mode, gscale, dtype or dt.bfloat16, s)
+    gs, b = _defaults("dequantize", group_size, bits, mode)
+    _check_out_dtype(dtype)
     _check_affine("dequantize", w, scales, biases, gs, b)
     out = dtype if dtype is not None else scales.dtype
     return _dequantize(w, scales, biases, gs, b, out, s)
 
 
 def _qmm_prepare(fn: str, x: array, w: array, scales: array, biases: array | None,
-                 transpose: bool, gs: int, b: int) -> tuple[dt.Dtype, int, int]:
-    _check_affine(fn, w, scales, biases, gs, b)
+                 transpose: bool, gs: int, b: int, need_biases: bool = True
+                 ) -> tuple[dt.Dtype, int, int]:
+    if need_biases:
+        _check_affine(fn, w, scales, biases, gs, b)
     k_full = w.shape[-1] * 32 // b
     rows = w.shape[-2]
     k, n = (k_full, rows) if transpose else (rows, k_full)
@@ -293,16 +341,63 @@ def quantized_matmul(x: array, w: array, /, scales: array, biases: array | None 
                      stream: Any = None) -> array:
     """``x @ dequantize(w).T`` (``transpose=True``) or ``x @ dequantize(w)``. Computed as
     dequantize + matmul for now (a fused kernel is the next step)."""
-    gs, b = _defaults("quantized_matmul", group_size, bits, mode)
     s = dev.resolve_stream(stream)
     x, w, scales = as_array(x), as_array(w), as_array(scales)
     biases = None if biases is None else as_array(biases)
-    out, _, _ = _qmm_prepare("quantized_matmul", x, w, scales, biases, transpose, gs, b)
+    out, gs, b = _qmm_checks("quantized_matmul", "quantized_matmul", x, w, scales, biases,
+                             transpose, group_size, bits, mode)
     # Dequantize and multiply in float32 (as MLX's kernels accumulate), round once at the end.
-    wd = _dequantize(w, scales, biases, gs, b, dt.float32, s)
+    wd = _dequantize_f32(w, scales, biases, gs, b, mode, s)
     if transpose:
         wd = swapaxes(wd, -1, -2, stream=s)
-    return astype(matmul(astype(x, dt.float32, s), wd, stream=s), out, s)
+    res = astype(matmul(astype(x, dt.float32, s), wd, stream=s), out, s)
+    return guard_operands(res, (x, w, scales, biases), *_blocked("QuantizedMatmul", mode))
+
+
+def _blocked(prim: str, mode: str) -> tuple[list, list]:
+    """MLX's errors for derivatives of a quantized matmul: none wrt the packed weights (nor
+    wrt the scales of a microscaling mode), no jvp wrt any quantized operand (GatherQMM: no
+    jvp at all)."""
+    vjp = [(1, RuntimeError, f"[{prim}::vjp] no gradient wrt the quantized weights.")]
+    if mode != "affine":
+        vjp.append((2, ValueError, f"[{prim}::vjp] no gradient wrt scales in {mode} "
+                                   "quantization."))
+    if prim == "GatherQMM":
+        return vjp, [(i, RuntimeError, "GatherQMM::jvp NYI") for i in range(4)]
+    return vjp, [(i, RuntimeError, "[QuantizedMatmul::jvp] No JVP wrt the quantized matrix yet.")
+                 for i in (1, 2, 3)]
+
+
+def _qmm_checks(fn: str, check_fn: str, x: array, w: array, scales: array,
+                biases: array | None, transpose: bool, group_size: int | None,
+                bits: int | None, mode: str) -> tuple[dt.Dtype, int, int]:
+    """Validate a quantized matmul's operands as MLX does; (output dtype, group size, bits)."""
+    if not isinstance(mode, str) or mode not in _MODES or mode == "affine":
+        gs, b = _defaults(fn, group_size, bits, mode)
+        out, _, _ = _qmm_prepare(check_fn, x, w, scales, biases, transpose, gs, b)
+        return out, gs, b
+    # the quantized matmuls take the group size and bits as given (only the shapes check them)
+    dgs, dbits = _fp.FP_MODES[mode]
+    gs = dgs if group_size is None else int(group_size)
+    b = dbits if bits is None else int(bits)
+    if scales.dtype is not dt.uint8:
+        raise ValueError(f"[{check_fn}] Scale type must be uint8 but received type "
+                         f"{scales.dtype.name}.")
+    if biases is not None:
+        raise ValueError(f"[{check_fn}] Biases must be null for quantization mode '{mode}'.")
+    _check_affine(check_fn, w, scales, None, gs, b, need_biases=False)
+    _qmm_prepare(check_fn, x, w, scales, biases, transpose, gs, b, need_biases=False)
+    if x.dtype.kind != "f" or x.dtype is dt.float64:
+        raise ValueError(f"[{check_fn}] Only real floating types are supported but x.dtype() "
+                         f"== {x.dtype.name}.")
+    return x.dtype, gs, b
+
+
+def _dequantize_f32(w: array, scales: array, biases: array | None, gs: int, b: int, mode: str,
+                    s: Any) -> array:
+    if mode == "affine":
+        return _dequantize(w, scales, biases, gs, b, dt.float32, s)
+    return _fp.fp_dequantize(w, scales, mode, None, dt.float32, s)
 
 
 def _indices(idx: array | None, batch: tuple[int, ...], s: Any) -> array:
@@ -320,12 +415,12 @@ def gather_qmm(x: array, w: array, /, scales: array, biases: array | None = None
                sorted_indices: bool = False, stream: Any = None) -> array:
     """Quantized ``gather_mm``: gathers matrices of ``x`` and ``w`` by flat batch index, then
     multiplies (dequantize of the gathered weights + batched matmul)."""
-    gs, b = _defaults("gather_qmm", group_size, bits, mode)
     s = dev.resolve_stream(stream)
     x, w, scales = as_array(x), as_array(w), as_array(scales)
     biases = None if biases is None else as_array(biases)
     # MLX checks gather_qmm's matrices with quantized_matmul's checks (and names).
-    out, _, _ = _qmm_prepare("quantized_matmul", x, w, scales, biases, transpose, gs, b)
+    out, gs, b = _qmm_checks("gather_qmm", "quantized_matmul", x, w, scales, biases, transpose,
+                             group_size, bits, mode)
     if x.ndim < 2:
         raise ValueError("[gather_qmm] x must have at least 2 dimensions.")
     for name, idx in (("lhs", lhs_indices), ("rhs", rhs_indices)):
@@ -344,9 +439,64 @@ def gather_qmm(x: array, w: array, /, scales: array, biases: array | None = None
     xs = take(reshape(x, (-1, *x.shape[-2:]), stream=s), li, axis=0, stream=s)
     ws = take(reshape(w, (-1, *w.shape[-2:]), stream=s), ri, axis=0, stream=s)
     ss = take(reshape(scales, (-1, *scales.shape[-2:]), stream=s), ri, axis=0, stream=s)
-    bs = take(reshape(biases, (-1, *biases.shape[-2:]), stream=s), ri, axis=0, stream=s)
-    wd = _dequantize(ws, ss, bs, gs, b, dt.float32, s)
+    bs = None if biases is None else take(reshape(biases, (-1, *biases.shape[-2:]), stream=s),
+                                          ri, axis=0, stream=s)
+    wd = _dequantize_f32(ws, ss, bs, gs, b, mode, s)
     if transpose:
         wd = swapaxes(wd, -1, -2, stream=s)
     res = astype(matmul(astype(xs, dt.float32, s), wd, stream=s), out, s)
-    return reshape(res, (*bshape, *res.shape[-2:]), stream=s)
+    res = reshape(res, (*bshape, *res.shape[-2:]), stream=s)
+    return guard_operands(res, (x, w, scales, biases), *_blocked("GatherQMM", mode))
+
+
+def qqmm(x: array, w: array, scales: array | None = None, group_size: int | None = None,
+         bits: int | None = None, mode: str = "nvfp4", global_scale_x: array | None = None,
+         global_scale_w: array | None = None, *, stream: Any = None) -> array:
+    """``x`` quantized on the fly times ``w`` (already quantized, or quantized on the fly),
+    transposed: ``quantized_matmul(dequantize(quantize(x)), w_q, scales)`` in ``x``'s dtype.
+
+    MLX 0.32.4's CPU build computes only a single row of ``x`` against a quantized ``w`` (the
+    rest is "[QQMatmul] NYI for the general case"); the same formula serves every case here.
+    No gradients (MLX's CPU build has none either)."""
+    s = dev.resolve_stream(stream)
+    x, w = as_array(x), as_array(w)
+    scales = None if scales is None else as_array(scales)
+    if not isinstance(mode, str) or mode not in _MODES:
+        raise ValueError(f"[qqmm] Invalid quantization mode '{mode}'.")
+    quantized = w.dtype is dt.uint32
+    if quantized and scales is None:
+        raise ValueError("[qqmm] Scales must be provided if second argument is quantized.")
+    if x.dtype.kind != "f" or x.dtype is dt.float64:
+        raise ValueError("[qqmm] Only real floating types except float64 are supported but "
+                         f"first argument dtype == {x.dtype.name}.")
+    if w.ndim != 2:
+        raise ValueError("[qqmm] Only 2D inputs are supported but x.ndim() == "
+                         f"{x.ndim} and w.ndim() == {w.ndim}.")
+    if mode == "nvfp4" and (global_scale_x is None) != (global_scale_w is None):
+        raise ValueError("[qqmm] For nvfp4 mode, either both global_scale_x and global_scale_w "
+                         "must be provided, or neither.")
+    gsx = None if global_scale_x is None else as_array(global_scale_x)
+    gsw = None if global_scale_w is None else as_array(global_scale_w)
+    if mode != "nvfp4" and (gsx is not None or gsw is not None):
+        raise ValueError("[qqmm] Global scale is only supported for 'nvfp4' quantization mode.")
+    if not quantized:
+        w, scales, *_ = quantize(w, group_size, bits, mode, global_scale=gsw, stream=s)
+    dgs, dbits = _fp.FP_MODES.get(mode, (64, 4))
+    gs = dgs if group_size is None else int(group_size)
+    b = dbits if bits is None else int(bits)
+    _check_affine("qqmm", w, scales, None, gs, b, need_biases=False)
+    _qmm_prepare("qqmm", x, w, scales, None, True, gs, b, need_biases=False)
+    if mode == "affine":
+        raise NotImplementedError("[qqmm] The 'affine' mode has no biases here; use "
+                                  "quantized_matmul for affine weights.")
+    rows = reshape(x, (-1, x.shape[-1]), stream=s)
+    xq = quantize(rows, gs, b, mode, global_scale=gsx, stream=s)
+    xd = dequantize(*xq, group_size=gs, bits=b, mode=mode, global_scale=gsx, dtype=x.dtype,
+                    stream=s)
+    xd = reshape(xd, x.shape, stream=s)
+    wd = _fp.fp_dequantize(w, scales, mode, gsw, dt.float32, s)
+    res = astype(matmul(astype(xd, dt.float32, s), swapaxes(wd, -1, -2, stream=s), stream=s),
+                 x.dtype, s)
+    blocked = [(i, RuntimeError, "[QQMatmul::vjp] Gradients of qqmm are not implemented in "
+                                 "pycudamlx.") for i in range(3)]
+    return guard_operands(res, (as_array(x), w, scales), blocked, blocked)

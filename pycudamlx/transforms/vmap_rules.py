@@ -439,7 +439,7 @@ def _sdpa(node: array, inputs: list, flags: list[bool], size: int) -> list[array
 # or, when the custom_function has a vmap rule, returns what the rule computes; mx.depends
 # passes its inputs through.
 
-from ..autodiff.custom import CustomCall, StopGradient, replace_arrays  # noqa: E402
+from ..autodiff.custom import CustomCall, NoDerivative, StopGradient, replace_arrays  # noqa: E402
 from . import ctrees  # noqa: E402
 
 register(StopGradient)(_broadcasting)
@@ -447,7 +447,7 @@ register(StopGradient)(_broadcasting)
 _RULE_RESULT = "[custom vmap] Vmap function should return a tuple with 2 items."
 
 
-@register(sh.Depends)
+@register(sh.Depends, NoDerivative)
 def _depends(node: array, inputs: list, flags: list[bool], size: int) -> list[array]:
     """mx.depends passes its first n_out inputs through (batched through their own graphs)."""
     n_out = node._prim.n_out

@@ -144,8 +144,7 @@ class QuantizedLinear(Module):
 
 class QQLinear(Module):
     """A Linear layer whose weight *and* input are quantized (``mx.qqmm``; modes nvfp4/mxfp8).
-    Dense weights in training mode, quantized in eval mode, as MLX. pycudamlx.core has neither
-    those modes nor ``qqmm`` yet, so eval mode and calls raise the core's error naming them."""
+    Dense weights in training mode, quantized in eval mode, as MLX."""
 
     def __init__(self, input_dims: int, output_dims: int, group_size: int = None,
                  bits: int = None, mode: str = "nvfp4") -> None:
