@@ -581,6 +581,10 @@ def test_numpy_operand_on_the_left(mlx):
         assert repr(r.dtype) == repr(ref.dtype) and r.tolist() == ref.tolist()
     r = np.array([1.0, 2.0, 3.0]) < mx.array([2.0, 2.0, 2.0])
     assert isinstance(r, mx.array) and r.tolist() == [True, False, False]
+    # np_array @ a works in MLX (numpy computes it); ours is the MLX matmul of both
+    m = np.ones((2, 3), np.float32) @ mx.ones((3,))
+    assert m.tolist() == [3.0, 3.0]
+    assert np.array(np.ones((2, 3), np.float32) @ mlx.ones((3,))).tolist() == [3.0, 3.0]
     # other ufuncs compute in numpy, as with MLX
     s = np.sin(mx.array([1.0, 2.0]))
     assert isinstance(s, np.ndarray)

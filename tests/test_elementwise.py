@@ -458,6 +458,18 @@ def _isclose_cases():
 
 
 @pytest.mark.parametrize("fn", ["isclose", "allclose"])
+def test_isclose_scalar_operand_error_names_arguments_in_order(mlx, fn):
+    for args in ((1.0, "ones"), ("ones", 1.0), ([1.0], "ones")):
+        msgs = []
+        for lib in (pm, mlx):
+            call = [lib.ones(2) if x == "ones" else x for x in args]
+            with pytest.raises(TypeError) as err:
+                getattr(lib, fn)(*call)
+            msgs.append(str(err.value))
+        assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("fn", ["isclose", "allclose"])
 def test_isclose_allclose_match_mlx(mlx, fn):
     for dtype, a, b in _isclose_cases():
         a_, b_ = np.array(a), np.array(b)

@@ -214,6 +214,13 @@ PAD_CASES = [
     "M.pad(M.transpose(a)[::-1], [(1, 0), (0, 0), (2, 3)], constant_values=9)",
     "M.pad(M.array([1, 2]), 7, mode='reflect')", "M.pad(M.array([5]), 2, mode='reflect')",
     "M.pad(M.array([1., 2]), (0, 3), constant_values=float('nan'))",
+    # Python ints the integer dtype cannot hold are refused (floats wrap, as MLX casts them)
+    "M.pad(M.array([1, 2], M.int8), 1, constant_values=300)",
+    "M.pad(M.array([1], M.uint8), 1, constant_values=-1)",
+    "M.pad(M.array([1], M.int32), 1, constant_values=2**31)",
+    "M.pad(M.array([1], M.int8), 1, constant_values=127)",
+    "M.pad(M.array([1], M.int8), 1, constant_values=300.5)",
+    "M.pad(M.array([True]), 1, constant_values=2)",
 ]
 
 

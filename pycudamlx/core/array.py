@@ -399,6 +399,8 @@ class array:  # noqa: N801 - MLX's name
             if name is not None:
                 f = getattr(_core(), name, None)
                 if f is not None:
+                    if name == "matmul":  # mx.matmul takes arrays only; MLX's np_a @ a works
+                        inputs = tuple(x if isinstance(x, array) else array(x) for x in inputs)
                     return f(*inputs)
         args = tuple(np.asarray(x) if isinstance(x, array) else x for x in inputs)
         out = kwargs.get("out")

@@ -476,8 +476,11 @@ def _tolerance_sig(fn: str) -> str:
 def _isclose(fn: str, a: Any, b: Any, rtol: Any, atol: Any, equal_nan: Any, stream: Any
              ) -> array:
     sig = _tolerance_sig(fn)
+    a_in = a
     a = _array_only(a, sig, b)
-    b = _array_only(b, sig, a)
+    if not isinstance(b, (array, np.ndarray)):  # nanobind names the arguments in call order
+        raise dt._incompatible_arguments(sig, a_in, b)
+    b = _array_only(b, sig)
     try:
         rtol_v = np.float32(float(rtol))  # MLX: array(double) is a float32 array
         atol_v = np.float32(float(atol))

@@ -715,6 +715,8 @@ def _constant_pad(a: array, pairs: list[tuple[int, int]], out_shape: tuple[int, 
         source: tuple = ("input", 1)
     else:
         if isinstance(value, (bool, int, float, complex, np.generic)):
+            if type(value) is int:  # MLX refuses ints the array's integer type cannot hold
+                dt._int_scalar_result(a._dtype, value)
             source = ("const", value)
         else:
             inputs.append(as_array(value))
