@@ -654,3 +654,10 @@ def test_cumprod_dtype_casts_the_input_first(mlx):
         ours = mx.cumprod(mx.array(x), dtype=getattr(mx, name), **kw)
         assert ours.dtype == getattr(mx, name) and ours.shape == tuple(theirs.shape)
         np.testing.assert_array_equal(np.array(ours), np.array(theirs))
+
+
+def test_diff_non_int_n_is_a_type_error_naming_n(mlx):
+    with pytest.raises(TypeError):
+        mlx.diff(mlx.ones((3,)), n=1.5)
+    with pytest.raises(TypeError, match=r"diff\(\): incompatible function arguments: n must"):
+        mx.diff(mx.ones((3,)), n=1.5)

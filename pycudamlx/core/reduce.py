@@ -168,13 +168,14 @@ def _half_variance(a: array, axis: Any, keepdims: bool, fn: str, stream: Any) ->
     return _times_reciprocal(total, _count(a, axes), stream)
 
 
-def _ddof(ddof: Any, fn: str) -> int:
+def _ddof(ddof: Any, fn: str, name: str = "ddof") -> int:
+    """An int argument (var/std's ddof, diff's n); the TypeError names it."""
     if isinstance(ddof, bool):
         return int(ddof)
     try:
         return operator.index(ddof)
     except TypeError:
-        raise TypeError(f"{fn}(): incompatible function arguments: ddof must be an int, "
+        raise TypeError(f"{fn}(): incompatible function arguments: {name} must be an int, "
                         f"got {type(ddof).__name__}") from None
 
 
@@ -392,7 +393,7 @@ def softmax(a: array, /, axis: None | int | Any = None, *, precise: bool = False
 def diff(a: array, /, n: int = 1, axis: int = -1, *, stream: Any = None) -> array:
     """The n-th discrete difference along ``axis`` (bools: xor; integers wrap), as MLX."""
     a = require_array(a, "diff")
-    n = _ddof(n, "diff")
+    n = _ddof(n, "diff", "n")
     ax = _axis_int(axis, "diff")
     ndim = len(a._shape)
     if not -ndim <= ax < ndim:
