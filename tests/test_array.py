@@ -561,6 +561,17 @@ def test_operator_error_messages():
     assert ("x" == a) is False and ((1, 2) != a) is True
 
 
+def test_compare_with_none_message_is_mlx_text(mlx):
+    """== / != declare `-> mlx.core.array | bool` in MLX's signature (< does not)."""
+    for op in ("__eq__", "__ne__", "__lt__"):
+        msgs = []
+        for lib in (mx, mlx):
+            with pytest.raises(TypeError) as err:
+                getattr(lib.array([1]), op)(None)
+            msgs.append(str(err.value))
+        assert msgs[0] == msgs[1]
+
+
 def test_matmul_operator():
     a = mx.array([[1.0, 2.0], [3.0, 4.0]])
     if getattr(mx, "matmul", None) is None:

@@ -92,7 +92,10 @@ _OTHER_SIGNATURE = ("(self, other: bool | int | float | mlx.core.array | ndarray
 
 
 def _incompatible(method: str, self: Any, other: Any) -> TypeError:
-    return dt._incompatible_arguments(f"{method}{_OTHER_SIGNATURE}", self, other)
+    signature = f"{method}{_OTHER_SIGNATURE}"
+    if method in ("__eq__", "__ne__"):  # these answer a bool for uncomparable operands
+        signature += " | bool"
+    return dt._incompatible_arguments(signature, self, other)
 
 
 def _mlx_array_of(other: Any) -> Any:
