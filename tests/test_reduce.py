@@ -661,3 +661,18 @@ def test_diff_non_int_n_is_a_type_error_naming_n(mlx):
         mlx.diff(mlx.ones((3,)), n=1.5)
     with pytest.raises(TypeError, match=r"diff\(\): incompatible function arguments: n must"):
         mx.diff(mx.ones((3,)), n=1.5)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_var_std_with_ddof_and_diff_orders_round_like_mlx(mlx, dtype):
+    """MLX divides a half variance by (n - ddof) in the half dtype, and rounds each order of
+    diff to the half dtype: bit for bit."""
+    a = _arr(np.random.default_rng(5).standard_normal((4, 7, 9)) * 3, dtype)
+    for call in ["m.var(a, axis=1, ddof=1)", "m.std(a, axis=(0, 2), ddof=2, keepdims=True)",
+                 "m.var(a, ddof=5)", "m.var(a, axis=0, ddof=4)", "m.std(a, axis=0, ddof=9)",
+                 "m.var(a, axis=2, ddof=-1)", "m.diff(a, n=2)", "m.diff(a, n=3, axis=0)"]:
+        got = eval(call, {"m": mx, "a": a(mx)})
+        want = eval(call, {"m": mlx, "a": a(mlx)})
+        assert str(got.dtype) == str(want.dtype) and got.shape == want.shape, call
+        np.testing.assert_array_equal(np.array(got.astype(mx.float32)),
+                                      np.array(want.astype(mlx.float32)), err_msg=call)

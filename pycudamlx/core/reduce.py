@@ -8,6 +8,7 @@ under PYCUDAMLX_STRICT_GPU=1); GPU kernels come in a later session. See docs/red
 
 from __future__ import annotations
 
+import builtins
 import operator
 from typing import Any
 
@@ -156,16 +157,25 @@ def mean(a: array, /, axis: None | int | Any = None, keepdims: bool = False, *,
     return _reduce("mean", a, axis, keepdims, stream, _float_dtype)
 
 
-def _half_variance(a: array, axis: Any, keepdims: bool, fn: str, stream: Any) -> array:
-    """MLX's float16/bfloat16 ``var(ddof=0)``: each step rounded to the half dtype, the mean
-    of the squared deviations from the (half) mean."""
-    from .elementwise import square, subtract
+builtins_max = builtins.max
+
+
+def _half_variance(a: array, axis: Any, keepdims: bool, fn: str, stream: Any,
+                   ddof: int = 0) -> array:
+    """MLX's float16/bfloat16 ``var``: each step rounded to the half dtype, the sum of the
+    squared deviations from the (half) mean times the rounded 1/n (ddof 0) or divided by
+    max(n - ddof, 0) in the half dtype."""
+    from .creation import full
+    from .elementwise import divide, square, subtract
 
     axes = _axes(a, axis, fn, _MEAN_BAD_AXIS)
     mu = mean(a, axes, True, stream=stream)
     squares = square(subtract(a, mu, stream=stream), stream=stream)
     total = _reduce("sum", squares, axes, keepdims, stream, _sum_dtype)
-    return _times_reciprocal(total, _count(a, axes), stream)
+    if ddof == 0:
+        return _times_reciprocal(total, _count(a, axes), stream)
+    factor = float(builtins_max(_count(a, axes) - ddof, 0))
+    return divide(total, full((), factor, total._dtype, stream=stream), stream=stream)
 
 
 def _ddof(ddof: Any, fn: str, name: str = "ddof") -> int:
@@ -184,8 +194,8 @@ def var(a: array, /, axis: None | int | Any = None, keepdims: bool = False, ddof
     """Variance over ``axis`` divided by max(n - ddof, 0) (inf/NaN when ddof >= n, as MLX)."""
     a = require_array(a, "var")
     ddof = _ddof(ddof, "var")
-    if ddof == 0 and a._dtype.name in _HALF:
-        return _half_variance(a, axis, keepdims, "var", stream)
+    if a._dtype.name in _HALF:
+        return _half_variance(a, axis, keepdims, "var", stream, ddof)
     return _reduce("var", a, axis, keepdims, stream, _var_dtype, ddof)
 
 
@@ -194,10 +204,10 @@ def std(a: array, /, axis: None | int | Any = None, keepdims: bool = False, ddof
     """Standard deviation: the square root of ``var``."""
     a = require_array(a, "std")
     ddof = _ddof(ddof, "std")
-    if ddof == 0 and a._dtype.name in _HALF:
+    if a._dtype.name in _HALF:
         from .elementwise import sqrt
 
-        return sqrt(_half_variance(a, axis, keepdims, "std", stream), stream=stream)
+        return sqrt(_half_variance(a, axis, keepdims, "std", stream, ddof), stream=stream)
     return _reduce("std", a, axis, keepdims, stream, _var_dtype, ddof)
 
 
