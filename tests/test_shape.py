@@ -170,7 +170,22 @@ JOIN_CASES = [
     "M.split(a, 2, axis=3)", "M.split(a, 0)", "M.split(a, -1)", "M.split(M.array(1), 1)",
     "M.split(v, (2,))", "M.split(v, 1)", "M.split(v, [2], axis=-1)", "M.split(M.zeros((0,)), 3)",
     "M.split(v, [-1, -3])", "M.split(M.transpose(a), [1, 3], axis=0)",
+    # an array is a sequence of its rows to MLX's bindings
+    "M.concatenate(m)", "M.stack(m, axis=1)", "M.stack(v)", "M.concatenate(a, axis=1)",
+    "M.concatenate(M.array(1))", "M.concatenate(M.zeros((0, 3)))", "M.stack(np.ones((2, 2)))",
+    "M.stack(5, axis=1)", "M.concatenate(x for x in [v])",
 ]
+
+
+def test_join_argument_type_errors_are_mlx_text(mx):
+    for text in ("M.stack(5, axis=1)", "M.concatenate([v, 3], axis=-1)", "M.stack(M.array(2))",
+                 "M.concatenate(range(3))"):
+        msgs = []
+        for lib in (pm, mx):
+            with pytest.raises(TypeError) as err:
+                eval(text, {"M": lib, "v": lib.arange(3)})
+            msgs.append(str(err.value))
+        assert msgs[0] == msgs[1], text
 
 
 @pytest.mark.parametrize("text", JOIN_CASES)

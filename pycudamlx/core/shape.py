@@ -418,15 +418,23 @@ def broadcast_arrays(*arrays: array, stream: Any = None) -> list[array]:
 # Joining and splitting
 
 
-def _array_list(arrays: Any, fn: str) -> list[array]:
-    if isinstance(arrays, array) or not isinstance(arrays, (list, tuple)):
-        raise TypeError(f"{fn}(): incompatible function arguments: arrays must be a list of "
-                        f"arrays, got {type(arrays).__name__}")
-    for x in arrays:
-        if not isinstance(x, array):
-            raise TypeError(f"{fn}(): incompatible function arguments: arrays must be a list of "
-                            f"arrays, got an element of type {type(x).__name__}")
-    return list(arrays)
+_JOIN_SIG = ("{fn}(arrays: list[array], axis: int | None = 0, *, stream: StreamOrDevice = None)"
+             " -> array")
+
+
+def _array_list(arrays: Any, fn: str, axis: Any) -> list[array]:
+    """The arrays of concatenate/stack as MLX's bindings read them: a list or tuple of arrays,
+    or an array of rank >= 1 (a sequence of its rows, as nanobind converts it)."""
+    if isinstance(arrays, array):
+        if arrays.ndim:
+            return list(arrays)
+    elif isinstance(arrays, (list, tuple)) and all(isinstance(x, array) for x in arrays):
+        return list(arrays)
+    invoked = dt._type_name(arrays)
+    if not (type(axis) is int and axis == 0):  # as users pass it: axis=...
+        invoked += f", kwargs = {{ axis: {dt._type_name(axis)} }}"
+    raise TypeError(f"{fn}(): incompatible function arguments. The following argument types are "
+                    f"supported:\n    1. {_JOIN_SIG.format(fn=fn)}\n\nInvoked with types: {invoked}")
 
 
 def _result_dtype(arrays: Sequence[array]) -> dt.Dtype:
@@ -450,7 +458,7 @@ def _slab(out_shape: tuple[int, ...], axis: int, start: int, extent: int,
 
 def concatenate(arrays: list[array], axis: int | None = 0, *, stream: Any = None) -> array:
     """Join arrays along an existing axis (axis None: flattened), promoting their dtypes."""
-    arrays = _array_list(arrays, "concatenate")
+    arrays = _array_list(arrays, "concatenate", axis)
     if not arrays:
         raise ValueError("[concatenate] No arrays provided for concatenation")
     if axis is None:
@@ -494,7 +502,7 @@ def concat(arrays: list[array], axis: int | None = 0, *, stream: Any = None) -> 
 
 def stack(arrays: list[array], axis: int | None = 0, *, stream: Any = None) -> array:
     """Join arrays of one shape along a new axis."""
-    arrays = _array_list(arrays, "stack")
+    arrays = _array_list(arrays, "stack", axis)
     if not arrays:
         raise ValueError("[stack] No arrays provided for stacking")
     shape = arrays[0]._shape
