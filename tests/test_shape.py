@@ -483,3 +483,37 @@ def test_axis_out_of_range_is_a_plain_index_error(mx, call):
         last = info.value
     assert errors[0] == errors[1] and errors[1][0] == "IndexError"
     assert isinstance(last, IndexError) and isinstance(last, ValueError)
+
+
+NANOBIND_ARGUMENT_CASES = [
+    "M.repeat(m, 1.5)", "M.repeat(m, 2, axis=0.5)", "M.tile(m, 1.5)", "M.roll(m, 1.5)",
+    "M.roll(m, 1, axis=0.5)", "M.tri(2.5)", "M.tri(2, 2, k=0.5)", "M.tril(m, k=0.5)",
+    "M.triu(m, 0.5)", "M.linspace(0, 1, 2.5)", "M.diff(m, 1.5)", "M.diff(m, axis=0.5)",
+    "M.transpose(m, (1.0, 0))", "M.expand_dims(m, 1.0)", "M.squeeze(m, 1.0)", "M.split(m, 2.0)",
+    "M.split(m, 2, axis=0.5)", "M.eye(2.0)", "M.swapaxes(m, 0.0, 1)", "M.moveaxis(m, 0.0, 1)",
+    "M.flatten(m, 0.0)", "M.flatten(m, end_axis=0.5)", "M.unflatten(m, 0, (3.0, 1))",
+    "M.broadcast_to(m, (3.0, 4))", "M.as_strided(m, (2.0,))", "M.trace(m, 0.5)",
+    "M.diag(m, 0.5)", "M.diagonal(m, 0.5)", "M.sum(m, axis=1.0)", "M.mean(m, axis='0')",
+    "M.prod(m, axis=0.5)", "M.max(m, axis=0.5)", "M.all(m, axis=0.5)", "M.argmax(m, axis=0.0)",
+    "M.var(m, ddof=0.5)", "M.std(m, axis=0.5)", "M.logsumexp(m, axis=0.0)",
+    "M.softmax(m, axis=0.5)", "M.cumsum(m, axis=1.0)", "M.cumprod(m, 1.0)",
+    "M.cummax(m, axis=0.5)", "M.logcumsumexp(m, axis=0.5)", "M.median(m, axis=0.5)",
+    "M.count_nonzero(m, axis=0.5)", "M.sort(m, axis=0.5)", "M.argsort(m, 0.5)",
+    "M.topk(m, 1.5)", "M.partition(m, 1.5)", "M.take(m, M.array([0]), axis=0.5)",
+    "M.take_along_axis(m, M.array([[0]]), axis=0.5)", "M.stack([m], axis=0.5)",
+    "M.concatenate([m], axis=0.5)", "M.kron(m, [1.0])", "M.tensordot(m, m, axes=1.5)",
+    "M.put_along_axis(m, M.array([[0]]), 7, axis=0)", "M.take_along_axis(m, [[0]], axis=0)",
+]
+
+
+@pytest.mark.parametrize("text", NANOBIND_ARGUMENT_CASES)
+def test_wrongly_typed_arguments_raise_nanobind_text(mx, text):
+    """MLX's bindings reject a float for an int (a str axis, a list for an array) with a text
+    naming the signature and the types of the call, keywords included: ours rebuilds it."""
+    msgs = []
+    for lib in (pm, mx):
+        m = lib.arange(12, dtype=lib.float32).reshape(3, 4)
+        with pytest.raises(TypeError) as err:
+            eval(text, {"M": lib, "m": m})
+        msgs.append(str(err.value))
+    assert msgs[0] == msgs[1]

@@ -16,6 +16,7 @@ from .. import dtypes as dt
 from ..graph.primitives import reduce as R
 from . import device as dev
 from ._base import AxisError, normalize_axis
+from ._nanobind import argument_error
 from .array import array, make
 from .shape import require_array
 
@@ -47,8 +48,8 @@ def _var_dtype(d: dt.Dtype) -> dt.Dtype:
 
 
 def _incompatible(fn: str, what: str, value: Any) -> TypeError:
-    return TypeError(f"{fn}(): incompatible function arguments: {what} must be "
-                     f"None | int | Sequence[int], got {type(value).__name__}")
+    return argument_error(fn, f"{fn}(): incompatible function arguments: {what} must be "
+                          f"None | int | Sequence[int], got {type(value).__name__}")
 
 
 def _axis_int(value: Any, fn: str) -> int:
@@ -185,8 +186,8 @@ def _ddof(ddof: Any, fn: str, name: str = "ddof") -> int:
     try:
         return operator.index(ddof)
     except TypeError:
-        raise TypeError(f"{fn}(): incompatible function arguments: {name} must be an int, "
-                        f"got {type(ddof).__name__}") from None
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: {name} must be an "
+                             f"int, got {type(ddof).__name__}") from None
 
 
 def var(a: array, /, axis: None | int | Any = None, keepdims: bool = False, ddof: int = 0, *,
@@ -298,8 +299,8 @@ def _argreduce(op: str, a: Any, axis: Any, keepdims: bool, stream: Any) -> array
         shape = (1,) * ndim if keepdims else ()
     else:
         if isinstance(axis, (tuple, list, str, bytes, array, float)):
-            raise TypeError(f"{op}(): incompatible function arguments: axis must be "
-                            f"None | int, got {type(axis).__name__}")
+            raise argument_error(op, f"{op}(): incompatible function arguments: axis must be "
+                                 f"None | int, got {type(axis).__name__}")
         ax = normalize_axis(_axis_int(axis, op), ndim)
         shape = _out_shape(a._shape, (ax,), keepdims)
     if a.size == 0:

@@ -20,6 +20,7 @@ from ..graph.primitives import shape as P
 from ..graph.primitives.shape import ViewSpec, contiguous_strides
 from . import device as dev
 from ._base import AxisError, as_array, astype, broadcast_shapes as _broadcast2
+from ._nanobind import argument_error
 from .array import array, make, make_multi
 
 __all__ = [
@@ -50,15 +51,15 @@ def _int(value: Any, what: str, fn: str) -> int:
     try:
         return operator.index(value)
     except TypeError:
-        raise TypeError(f"{fn}(): incompatible function arguments: {what} must be an int, "
-                        f"got {type(value).__name__}") from None
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: {what} must be an "
+                             f"int, got {type(value).__name__}") from None
 
 
 def int_list(values: Any, what: str, fn: str) -> list[int]:
     """A sequence of Python ints (TypeError naming the argument otherwise)."""
     if isinstance(values, (str, bytes, array)) or not hasattr(values, "__iter__"):
-        raise TypeError(f"{fn}(): incompatible function arguments: {what} must be a sequence "
-                        f"of ints, got {type(values).__name__}")
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: {what} must be a "
+                             f"sequence of ints, got {type(values).__name__}")
     return [_int(v, what, fn) for v in values]
 
 
@@ -97,8 +98,8 @@ def check_axis(axis: int, ndim: int, fn: str) -> int:
 
 def require_array(a: Any, fn: str, what: str = "a") -> array:
     if not isinstance(a, array):
-        raise TypeError(f"{fn}(): incompatible function arguments: {what} must be an "
-                        f"mlx.core.array, got {type(a).__name__}")
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: {what} must be an "
+                             f"mlx.core.array, got {type(a).__name__}")
     return a
 
 
@@ -165,6 +166,8 @@ def flatten(a: array, /, start_axis: int = 0, end_axis: int = -1, *,
             stream: Any = None) -> array:
     """Flatten the axes start_axis..end_axis (inclusive) into one."""
     a = require_array(a, "flatten")
+    start_axis = _int(start_axis, "start_axis", "flatten")
+    end_axis = _int(end_axis, "end_axis", "flatten")
     ndim = a.ndim
     if ndim == 0:
         return _reshape_node(a, (1,), stream)
@@ -433,8 +436,9 @@ def _array_list(arrays: Any, fn: str, axis: Any) -> list[array]:
     invoked = dt._type_name(arrays)
     if not (type(axis) is int and axis == 0):  # as users pass it: axis=...
         invoked += f", kwargs = {{ axis: {dt._type_name(axis)} }}"
-    raise TypeError(f"{fn}(): incompatible function arguments. The following argument types are "
-                    f"supported:\n    1. {_JOIN_SIG.format(fn=fn)}\n\nInvoked with types: {invoked}")
+    raise argument_error(fn, f"{fn}(): incompatible function arguments. The following argument "
+                         f"types are supported:\n    1. {_JOIN_SIG.format(fn=fn)}\n\nInvoked "
+                         f"with types: {invoked}")
 
 
 def _result_dtype(arrays: Sequence[array]) -> dt.Dtype:
@@ -464,10 +468,11 @@ def concatenate(arrays: list[array], axis: int | None = 0, *, stream: Any = None
     if axis is None:
         arrays = [flatten(x, stream=stream) for x in arrays]
         axis = 0
+    axis = _int(axis, "axis", "concatenate")
     if len(arrays) == 1:
         return arrays[0]
     ndim = arrays[0].ndim
-    ax = check_axis(_int(axis, "axis", "concatenate"), ndim, "concatenate")
+    ax = check_axis(axis, ndim, "concatenate")
     shape = list(arrays[0]._shape)
     shape[ax] = 0
     for x in arrays:
