@@ -145,6 +145,28 @@ CASES = {
     "trace_1d": lambda: mx.trace(mx.ones((3,))),
     "full_bad_shape": lambda: mx.full((2, 2), mx.ones((3,))),
     "zeros_neg": lambda: mx.zeros((-1, 2)),
+    # arguments of the wrong type
+    "repeat_float": lambda: mx.repeat(x, 1.5),
+    "repeat_axis_float": lambda: mx.repeat(x, 2, axis=0.5),
+    "tile_float": lambda: mx.tile(x, 1.5),
+    "roll_float": lambda: mx.roll(x, 1.5),
+    "tri_float": lambda: mx.tri(2.5),
+    "linspace_float_num": lambda: mx.linspace(0, 1, 2.5),
+    "diff_float_n": lambda: mx.diff(x, n=1.5),
+    "sum_axis_float": lambda: mx.sum(x, axis=1.0),
+    "cumsum_axis_str": lambda: mx.cumsum(x, axis="0"),
+    "var_ddof_float": lambda: mx.var(x, ddof=0.5),
+    "split_float": lambda: mx.split(x, 2.0),
+    "flatten_float": lambda: mx.flatten(x, 0.0),
+    "take_axis_float": lambda: mx.take(x, mx.array([0]), axis=0.5),
+    "topk_float": lambda: mx.topk(x, 1.5),
+    "kron_list": lambda: mx.kron(x, [1.0, 2.0]),
+    "put_along_int_values": lambda: mx.put_along_axis(x, mx.array([[0]]), 7, axis=0),
+    "stack_array": lambda: mx.stack(x, axis=1),
+    "concatenate_array": lambda: mx.concatenate(x),
+    "concatenate_scalar": lambda: mx.concatenate(mx.array(1.0)),
+    "stack_axis_float": lambda: mx.stack([x, x], axis=0.5),
+    "isclose_scalar_first": lambda: mx.isclose(1.0, x),
 }
 for label, fn in CASES.items():
     check(label, fn)
