@@ -680,3 +680,20 @@ def test_half_var_std_with_ddof_and_diff_orders_round_like_mlx(mlx, dtype):
         assert str(got.dtype) == str(want.dtype) and got.shape == want.shape, call
         np.testing.assert_array_equal(np.array(got.astype(mx.float32)),
                                       np.array(want.astype(mlx.float32)), err_msg=call)
+
+
+def test_var_std_correction_keyword_replaces_ddof(mlx):
+    """mx.var / mx.std take MLX's keyword-only ``correction`` (used instead of ddof)."""
+    a = _arr(np.random.default_rng(2).standard_normal((4, 5)), "float32")
+    for call in ["m.var(a, correction=1)", "m.std(a, axis=1, correction=2)",
+                 "m.var(a, ddof=2, correction=0)", "m.std(a, correction=None, ddof=1)",
+                 "a.var(axis=0, correction=3)", "m.var(a, correction=True)"]:
+        got = eval(call, {"m": mx, "a": a(mx)})
+        want = eval(call, {"m": mlx, "a": a(mlx)})
+        np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6, err_msg=call)
+    msgs = []
+    for m in (mx, mlx):
+        with pytest.raises(TypeError) as err:
+            m.var(m.ones((3,)), correction=1.5)
+        msgs.append(str(err.value))
+    assert msgs[0] == msgs[1]

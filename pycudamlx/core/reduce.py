@@ -191,20 +191,25 @@ def _ddof(ddof: Any, fn: str, name: str = "ddof") -> int:
 
 
 def var(a: array, /, axis: None | int | Any = None, keepdims: bool = False, ddof: int = 0, *,
-        stream: Any = None) -> array:
-    """Variance over ``axis`` divided by max(n - ddof, 0) (inf/NaN when ddof >= n, as MLX)."""
+        correction: int | None = None, stream: Any = None) -> array:
+    """Variance over ``axis`` divided by max(n - ddof, 0) (inf/NaN when ddof >= n, as MLX);
+    ``correction``, when given, is used in place of ``ddof``."""
     a = require_array(a, "var")
     ddof = _ddof(ddof, "var")
+    if correction is not None:  # MLX's keyword (the array API's name): it replaces ddof
+        ddof = _ddof(correction, "var", "correction")
     if a._dtype.name in _HALF:
         return _half_variance(a, axis, keepdims, "var", stream, ddof)
     return _reduce("var", a, axis, keepdims, stream, _var_dtype, ddof)
 
 
 def std(a: array, /, axis: None | int | Any = None, keepdims: bool = False, ddof: int = 0, *,
-        stream: Any = None) -> array:
+        correction: int | None = None, stream: Any = None) -> array:
     """Standard deviation: the square root of ``var``."""
     a = require_array(a, "std")
     ddof = _ddof(ddof, "std")
+    if correction is not None:  # MLX's keyword (the array API's name): it replaces ddof
+        ddof = _ddof(correction, "std", "correction")
     if a._dtype.name in _HALF:
         from .elementwise import sqrt
 
