@@ -503,6 +503,13 @@ NANOBIND_ARGUMENT_CASES = [
     "M.take_along_axis(m, M.array([[0]]), axis=0.5)", "M.stack([m], axis=0.5)",
     "M.concatenate([m], axis=0.5)", "M.kron(m, [1.0])", "M.tensordot(m, m, axes=1.5)",
     "M.put_along_axis(m, M.array([[0]]), 7, axis=0)", "M.take_along_axis(m, [[0]], axis=0)",
+    "M.var(m, correction=1.5)", "M.round(m, 1.5)",
+    # the array methods have their own signature lines (self, the long stream type)
+    "m.sum(axis=1.0)", "m.sum(1.0)", "m.flatten(0.5)", "m.round(1.5)", "m.moveaxis(0.0, 1)",
+    "m.split(2.0)", "m.mean(axis='a')", "m.argmax(axis=(0, 1))", "m.var(ddof=0.5)",
+    "m.std(correction='a')", "m.cumsum(axis=0.5, reverse=True)", "m.logsumexp(0.5)",
+    "m.squeeze(0.5)", "m.swapaxes(0, 1.5)", "m.diagonal(0.5)", "m.diag(0.5)",
+    "m.max(0.5, True)", "m.cummax(0.5)", "m.min(keepdims=True, axis=0.5)",
 ]
 
 

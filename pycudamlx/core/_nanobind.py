@@ -177,7 +177,86 @@ SIGNATURES: dict[str, str] = {
         ' None) -> array'),
 }
 
+_STREAM = ("mlx.core.Stream | mlx.core.ThreadLocalStream | mlx.core.Device | "
+           "mlx.core.DeviceType | None")
+_RETURNS = {"array": " = None) -> mlx.core.array", "list": " = None) -> list[mlx.core.array]"}
+
+#: The array methods' own signature lines (``self``, the long stream type): (text up to the
+#: stream's type, return kind).
+_METHODS: dict[str, tuple[str, str]] = {
+    'sum': (
+        'sum(self, axis: int | collections.abc.Sequence[int] | None = None, keepdims: bool = '
+        'False, *, stream: ', 'array'),
+    'mean': (
+        'mean(self, axis: int | collections.abc.Sequence[int] | None = None, keepdims: bool ='
+        ' False, *, stream: ', 'array'),
+    'prod': (
+        'prod(self, axis: int | collections.abc.Sequence[int] | None = None, keepdims: bool ='
+        ' False, *, stream: ', 'array'),
+    'max': (
+        'max(self, axis: int | collections.abc.Sequence[int] | None = None, keepdims: bool = '
+        'False, *, stream: ', 'array'),
+    'min': (
+        'min(self, axis: int | collections.abc.Sequence[int] | None = None, keepdims: bool = '
+        'False, *, stream: ', 'array'),
+    'all': (
+        'all(self, axis: int | collections.abc.Sequence[int] | None = None, keepdims: bool = '
+        'False, *, stream: ', 'array'),
+    'any': (
+        'any(self, axis: int | collections.abc.Sequence[int] | None = None, keepdims: bool = '
+        'False, *, stream: ', 'array'),
+    'argmax': (
+        'argmax(self, axis: int | None = None, keepdims: bool = False, *, stream: ', 'array'),
+    'argmin': (
+        'argmin(self, axis: int | None = None, keepdims: bool = False, *, stream: ', 'array'),
+    'var': (
+        'var(self, axis: int | collections.abc.Sequence[int] | None = None, keepdims: bool = '
+        'False, ddof: int = 0, *, correction: int | None = None, stream: ', 'array'),
+    'std': (
+        'std(self, axis: int | collections.abc.Sequence[int] | None = None, keepdims: bool = '
+        'False, ddof: int = 0, *, correction: int | None = None, stream: ', 'array'),
+    'logsumexp': (
+        'logsumexp(self, axis: int | collections.abc.Sequence[int] | None = None, keepdims: '
+        'bool = False, *, stream: ', 'array'),
+    'cumsum': (
+        'cumsum(self, axis: int | None = None, *, reverse: bool = False, inclusive: bool = '
+        'True, stream: ', 'array'),
+    'cumprod': (
+        'cumprod(self, axis: int | None = None, *, reverse: bool = False, inclusive: bool = '
+        'True, stream: ', 'array'),
+    'cummax': (
+        'cummax(self, axis: int | None = None, *, reverse: bool = False, inclusive: bool = '
+        'True, stream: ', 'array'),
+    'cummin': (
+        'cummin(self, axis: int | None = None, *, reverse: bool = False, inclusive: bool = '
+        'True, stream: ', 'array'),
+    'logcumsumexp': (
+        'logcumsumexp(self, axis: int | None = None, *, reverse: bool = False, inclusive: '
+        'bool = True, stream: ', 'array'),
+    'swapaxes': (
+        'swapaxes(self, axis1: int, axis2: int, *, stream: ', 'array'),
+    'moveaxis': (
+        'moveaxis(self, source: int, destination: int, *, stream: ', 'array'),
+    'flatten': (
+        'flatten(self, start_axis: int = 0, end_axis: int = -1, *, stream: ', 'array'),
+    'squeeze': (
+        'squeeze(self, axis: int | collections.abc.Sequence[int] | None = None, *, stream: ',
+        'array'),
+    'split': (
+        'split(self, indices_or_sections: int | tuple[int, ...], axis: int = 0, *, stream: ',
+        'list'),
+    'diagonal': (
+        'diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1, stream: ', 'array'),
+    'diag': (
+        'diag(self, k: int = 0, *, stream: ', 'array'),
+    'round': (
+        'round(self, decimals: int = 0, *, stream: ', 'array'),
+}
+METHOD_SIGNATURES: dict[str, str] = {
+    name: head + _STREAM + _RETURNS[ret] for name, (head, ret) in _METHODS.items()}
+
 _OURS = "pycudamlx."
+_ARRAY_MODULE = "pycudamlx.core.array"
 
 
 def _keyword_names(caller: FrameType) -> tuple[tuple[str, ...], int] | None:
@@ -202,8 +281,11 @@ def _keyword_names(caller: FrameType) -> tuple[tuple[str, ...], int] | None:
     return None
 
 
-def _invoked(frame: FrameType, caller: FrameType, fn: str) -> str | None:
-    func = frame.f_globals.get(fn)
+def _invoked(frame: FrameType, caller: FrameType, fn: str, method: bool) -> str | None:
+    if method:
+        func = type(frame.f_locals.get("self")).__dict__.get(fn)
+    else:
+        func = frame.f_globals.get(fn)
     if getattr(func, "__code__", None) is not frame.f_code:
         return None
     call = _keyword_names(caller)
@@ -213,7 +295,7 @@ def _invoked(frame: FrameType, caller: FrameType, fn: str) -> str | None:
     values = frame.f_locals
     params = [p for p in inspect.signature(func).parameters.values()
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    n_positional = argc - len(names)
+    n_positional = argc - len(names) + (1 if method else 0)  # a method call's argc omits self
     if not 0 <= n_positional <= len(params) or any(n not in values for n in names):
         return None
     parts = [dt._type_name(values[p.name]) for p in params[:n_positional]]
@@ -224,25 +306,27 @@ def _invoked(frame: FrameType, caller: FrameType, fn: str) -> str | None:
 
 
 def argument_error(fn: str, fallback: str | TypeError, sig: str | None = None) -> TypeError:
-    """The TypeError for a wrongly typed argument of ``mx.<fn>`` (signature line ``sig``, by
-    default SIGNATURES[fn]): nanobind's text when the call came straight from user code, else
-    ``fallback``."""
-    if sig is None:
+    """The TypeError for a wrongly typed argument of ``mx.<fn>`` or of the method
+    ``array.<fn>`` (signature line ``sig``, by default from SIGNATURES / METHOD_SIGNATURES):
+    nanobind's text when the call came straight from user code, else ``fallback``."""
+    frame = sys._getframe(1)
+    # the outermost pycudamlx frame: the public function (or method) the user called
+    while frame.f_back is not None and frame.f_back.f_globals.get(
+            "__name__", "").startswith(_OURS):
+        frame = frame.f_back
+    caller = frame.f_back
+    method = frame.f_globals.get("__name__") == _ARRAY_MODULE and "self" in frame.f_locals
+    if method:  # the method's own line, not the op's
+        sig = METHOD_SIGNATURES.get(fn)
+    elif sig is None:
         sig = SIGNATURES.get(fn)
-    if sig is not None:
-        frame = sys._getframe(1)
-        # the outermost pycudamlx frame: the public function the user called
-        while frame.f_back is not None and frame.f_back.f_globals.get(
-                "__name__", "").startswith(_OURS):
-            frame = frame.f_back
-        caller = frame.f_back
-        if caller is not None and frame.f_code.co_name == fn:
-            try:
-                invoked = _invoked(frame, caller, fn)
-            except Exception:  # noqa: BLE001 - reading the call is best effort
-                invoked = None
-            if invoked is not None:
-                return TypeError(
-                    f"{fn}(): incompatible function arguments. The following argument types "
-                    f"are supported:\n    1. {sig}\n\nInvoked with types: {invoked}")
+    if sig is not None and caller is not None:
+        try:
+            invoked = _invoked(frame, caller, fn, method)
+        except Exception:  # noqa: BLE001 - reading the call is best effort
+            invoked = None
+        if invoked is not None:
+            return TypeError(
+                f"{fn}(): incompatible function arguments. The following argument types "
+                f"are supported:\n    1. {sig}\n\nInvoked with types: {invoked}")
     return fallback if isinstance(fallback, TypeError) else TypeError(fallback)

@@ -20,6 +20,7 @@ from ..backend import optable
 from ..graph.primitives.elementwise import AllTrue, Binary, DivMod, Unary, Where
 from . import device as dev
 from ._base import astype, broadcast_shapes, constant, promote_operands
+from ._nanobind import argument_error
 from .array import array, from_data, make, make_multi
 
 __all__ = [
@@ -381,9 +382,9 @@ def round(a: Any, /, decimals: int = 0, *, stream: Any = None) -> array:  # noqa
     a = _operand(a, "round",
                  "round(a: array, /, decimals: int = 0, stream: StreamOrDevice = None) -> array")
     if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
-        raise dt._incompatible_arguments(
-            "round(a: array, /, decimals: int = 0, stream: StreamOrDevice = None) -> array",
-            a, decimals)
+        # the method a.round(...) has its own signature line (argument_error picks it)
+        sig = "round(a: array, /, decimals: int = 0, stream: StreamOrDevice = None) -> array"
+        raise argument_error("round", dt._incompatible_arguments(sig, a, decimals), sig)
     if decimals == 0:
         return unary_op("round", a, stream)
     dtype = _at_least_float(a._dtype)
