@@ -164,6 +164,42 @@ SIGNATURES: dict[str, str] = {
     'concatenate': (
         'concatenate(arrays: list[array], axis: int | None = 0, *, stream: StreamOrDevice = '
         'None) -> array'),
+    # mx.random
+    'normal': (
+        'normal(shape: Sequence[int] = [], dtype: Dtype | None = float32, loc: scalar | array |'
+        ' None = None, scale: scalar | array | None = None, key: array | None = None, stream: '
+        'StreamOrDevice = None) -> array'),
+    'uniform': (
+        'uniform(low: scalar | array = 0, high: scalar | array = 1, shape: Sequence[int] = [], '
+        'dtype: Dtype | None = float32, key: array | None = None, stream: StreamOrDevice = '
+        'None) -> array'),
+    'randint': (
+        'randint(low: scalar | array, high: scalar | array, shape: Sequence[int] = [], dtype: '
+        'Dtype | None = int32, key: array | None = None, stream: StreamOrDevice = None) -> '
+        'array'),
+    'bernoulli': (
+        'bernoulli(p: scalar | array = 0.5, shape: Sequence[int] | None = None, key: array | '
+        'None = None, stream: StreamOrDevice = None) -> array'),
+    'truncated_normal': (
+        'truncated_normal(lower: scalar | array, upper: scalar | array, shape: Sequence[int] | '
+        'None = None, dtype: Dtype | None = float32, key: array | None = None, stream: '
+        'StreamOrDevice = None) -> array'),
+    'gumbel': (
+        'gumbel(shape: Sequence[int] = [], dtype: Dtype | None = float32, key: array | None = '
+        'None, stream: StreamOrDevice = None) -> array'),
+    'laplace': (
+        'laplace(shape: Sequence[int] = [], dtype: Dtype | None = float32, loc: float = 0.0, '
+        'scale: float = 1.0, key: array | None = None, stream: StreamOrDevice = None) -> array'),
+    'categorical': (
+        'categorical(logits: array, axis: int = -1, shape: Sequence[int] | None = None, '
+        'num_samples: int | None = None, key: array | None = None, stream: StreamOrDevice = '
+        'None) -> array'),
+    'permutation': (
+        'permutation(x: int | array, axis: int = 0, key: array | None = None, stream: '
+        'StreamOrDevice = None) -> array'),
+    'multivariate_normal': (
+        'multivariate_normal(mean: array, cov: array, shape: Sequence[int] = [], dtype: Dtype |'
+        ' None = float32, key: array | None = None, stream: StreamOrDevice = None) -> array'),
     'kron': (
         'kron(a: array, b: array, *, stream: StreamOrDevice = None) -> array'),
     'topk': (
