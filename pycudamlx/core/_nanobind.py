@@ -164,6 +164,15 @@ SIGNATURES: dict[str, str] = {
     'concatenate': (
         'concatenate(arrays: list[array], axis: int | None = 0, *, stream: StreamOrDevice = '
         'None) -> array'),
+    'zeros': (
+        'zeros(shape: int | Sequence[int], dtype: Dtype | None = float32, *, stream: '
+        'StreamOrDevice = None) -> array'),
+    'ones': (
+        'ones(shape: int | Sequence[int], dtype: Dtype | None = float32, *, stream: '
+        'StreamOrDevice = None) -> array'),
+    'full': (
+        'full(shape: int | Sequence[int], vals: scalar | array, dtype: Dtype | None = None, *, '
+        'stream: StreamOrDevice = None) -> array'),
     # mx.random
     'normal': (
         'normal(shape: Sequence[int] = [], dtype: Dtype | None = float32, loc: scalar | array |'

@@ -64,8 +64,19 @@ def _dtype_arg(dtype: Any, default: dt.Dtype, fn: str) -> dt.Dtype:
 
 
 def _new_shape(shape: Any, fn: str) -> tuple[int, ...]:
+    """zeros/ones/full's ``int | Sequence[int]``: None is nanobind's TypeError; other values
+    fail inside MLX's caster, a RuntimeError (std::bad_cast)."""
     S = _shape_ops()
-    dims = S.shape_arg(shape, fn)
+    if shape is None:
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: shape must be an int "
+                                 "or a sequence of ints, got NoneType")
+    try:
+        if isinstance(shape, array):
+            raise TypeError
+        dims = S.shape_arg(shape, fn)
+    except TypeError:
+        raise RuntimeError(f"std::bad_cast ({fn}: the shape must be an int or a sequence of ints, "
+                           f"got {type(shape).__name__} {shape!r})") from None
     if any(d < 0 for d in dims):
         raise ValueError("[full] Negative dimensions not allowed.")
     return dims
