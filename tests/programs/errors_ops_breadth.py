@@ -167,6 +167,15 @@ CASES = {
     "concatenate_scalar": lambda: mx.concatenate(mx.array(1.0)),
     "stack_axis_float": lambda: mx.stack([x, x], axis=0.5),
     "isclose_scalar_first": lambda: mx.isclose(1.0, x),
+    "method_sum_axis_float": lambda: x.sum(axis=1.0),
+    "method_round_float": lambda: x.round(1.5),
+    "method_split_float": lambda: x.split(2.0),
+    "var_correction_float": lambda: mx.var(x, correction=1.5),
+    "var_correction": lambda: mx.var(x, axis=1, correction=1),
+    "random_normal_int_shape": lambda: mx.random.normal(3),
+    "random_uniform_float_dims": lambda: mx.random.uniform(shape=(2.5,)),
+    "random_categorical_float": lambda: mx.random.categorical(mx.ones((3,)), num_samples=1.5),
+    "zeros_none": lambda: mx.zeros(None),
 }
 for label, fn in CASES.items():
     check(label, fn)
