@@ -372,6 +372,7 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype: dt.Dtype | None = dt.fl
 
 def identity(n: int, dtype: dt.Dtype | None = dt.float32, *, stream: Any = None) -> array:
     """The n x n identity matrix."""
+    n = _int_arg(n, "identity", "n")
     return eye(n, n, 0, dtype, stream=stream)
 
 
