@@ -74,16 +74,6 @@ def _operand(x: Any, fn: str, signature: str | None = None) -> array:
     return array(x)
 
 
-def _array_only(x: Any, signature: str, *others: Any) -> array:
-    """An argument MLX declares as ``array`` with no scalar conversion (isclose, clip): arrays
-    and numpy arrays; anything else is nanobind's TypeError."""
-    if isinstance(x, array):
-        return x
-    if isinstance(x, np.ndarray):
-        return array(x)
-    raise dt._incompatible_arguments(signature, x, *others)
-
-
 def _at_least_float(dtype: dt.Dtype) -> dt.Dtype:
     return dtype if dtype.kind in _FLOAT_KINDS else dt.float32
 
@@ -407,7 +397,9 @@ _CLIP_SIG = ("clip(a: array, /, a_min: scalar | array | None, a_max: scalar | ar
 
 def clip(a: Any, /, a_min: Any, a_max: Any, *, stream: Any = None) -> array:
     """``minimum(maximum(a, a_min), a_max)``; either bound may be None, not both."""
-    a = _array_only(a, _CLIP_SIG, a_min, a_max)
+    if not isinstance(a, array):
+        raise argument_error("clip", dt._incompatible_arguments(_CLIP_SIG, a, a_min, a_max),
+                             _CLIP_SIG)
     if a_min is None and a_max is None:
         raise ValueError("At most one of a_min and a_max may be None")
     out = a
@@ -477,16 +469,13 @@ def _tolerance_sig(fn: str) -> str:
 def _isclose(fn: str, a: Any, b: Any, rtol: Any, atol: Any, equal_nan: Any, stream: Any
              ) -> array:
     sig = _tolerance_sig(fn)
-    a_in = a
-    a = _array_only(a, sig, b)
-    if not isinstance(b, (array, np.ndarray)):  # nanobind names the arguments in call order
-        raise dt._incompatible_arguments(sig, a_in, b)
-    b = _array_only(b, sig)
+    if not isinstance(a, array) or not isinstance(b, array):  # names them in call order
+        raise argument_error(fn, dt._incompatible_arguments(sig, a, b), sig)
     try:
         rtol_v = np.float32(float(rtol))  # MLX: array(double) is a float32 array
         atol_v = np.float32(float(atol))
     except (TypeError, ValueError):
-        raise dt._incompatible_arguments(sig, a, b, rtol, atol) from None
+        raise argument_error(fn, dt._incompatible_arguments(sig, a, b, rtol, atol), sig) from None
     s = dev.resolve_stream(stream)
     # |a - b| <= atol + rtol * |b|, built as MLX's ops.cpp builds it (same dtypes, same steps).
     rhs = add(constant(atol_v, dt.float32),
