@@ -524,3 +524,10 @@ def test_wrongly_typed_arguments_raise_nanobind_text(mx, text):
             eval(text, {"M": lib, "m": m})
         msgs.append(str(err.value))
     assert msgs[0] == msgs[1]
+
+
+def test_broadcast_to_converts_scalars_not_sequences(mx):
+    for text in ("M.broadcast_to([1, 2], (2, 2))", "M.broadcast_to((1, 2), (2, 2))",
+                 "M.broadcast_to(2.5, (2, 2))", "M.broadcast_to(np.ones(2), (2, 2))",
+                 "M.broadcast_to(True, (3,))"):
+        both(mx, text)

@@ -377,6 +377,8 @@ def broadcast_view(a: array, shape: tuple[int, ...], stream: Any) -> array:
 
 def broadcast_to(a: Any, /, shape: Sequence[int], *, stream: Any = None) -> array:
     """``a`` broadcast to ``shape``: a view with stride 0 along the broadcast axes."""
+    if isinstance(a, (list, tuple)):  # MLX's ``scalar | array`` converts no sequences
+        raise ValueError(f"Invalid type {type(a).__name__} received in array initialization.")
     a = as_array(a)
     shape = shape_arg(shape, "broadcast_to", allow_int=False)
     if a._shape == shape:
