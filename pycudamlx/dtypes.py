@@ -70,7 +70,7 @@ def _type_name(value: object) -> str:
     module = value_type.__module__
     if not is_heap_type or module == "builtins":
         return value_type.__name__
-    if module.startswith("pycudamlx.core"):
+    if module.startswith("pycudamlx.core") or module == __name__:
         return f"mlx.core.{value_type.__qualname__}"  # MLX's classes all live in mlx.core
     if module.startswith("pycudamlx."):
         module = "mlx." + module[len("pycudamlx."):]

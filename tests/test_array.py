@@ -561,6 +561,17 @@ def test_operator_error_messages():
     assert ("x" == a) is False and ((1, 2) != a) is True
 
 
+def test_compare_with_none_message_is_mlx_text(mlx):
+    """== / != declare `-> mlx.core.array | bool` in MLX's signature (< does not)."""
+    for op in ("__eq__", "__ne__", "__lt__"):
+        msgs = []
+        for lib in (mx, mlx):
+            with pytest.raises(TypeError) as err:
+                getattr(lib.array([1]), op)(None)
+            msgs.append(str(err.value))
+        assert msgs[0] == msgs[1]
+
+
 def test_matmul_operator():
     a = mx.array([[1.0, 2.0], [3.0, 4.0]])
     if getattr(mx, "matmul", None) is None:
@@ -581,6 +592,10 @@ def test_numpy_operand_on_the_left(mlx):
         assert repr(r.dtype) == repr(ref.dtype) and r.tolist() == ref.tolist()
     r = np.array([1.0, 2.0, 3.0]) < mx.array([2.0, 2.0, 2.0])
     assert isinstance(r, mx.array) and r.tolist() == [True, False, False]
+    # np_array @ a works in MLX (numpy computes it); ours is the MLX matmul of both
+    m = np.ones((2, 3), np.float32) @ mx.ones((3,))
+    assert m.tolist() == [3.0, 3.0]
+    assert np.array(np.ones((2, 3), np.float32) @ mlx.ones((3,))).tolist() == [3.0, 3.0]
     # other ufuncs compute in numpy, as with MLX
     s = np.sin(mx.array([1.0, 2.0]))
     assert isinstance(s, np.ndarray)

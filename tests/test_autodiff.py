@@ -212,6 +212,22 @@ def test_vjp_and_jvp_match_mlx():
            M.vjp(lambda x, y: x * 2, [M.array(xs), M.array(ys)], [M.ones(3)])[1])
 
 
+def test_divmod_has_zero_gradients_like_mlx():
+    """MLX's DivMod vjp/jvp are zeros for both operands (a % b alone has the remainder rule)."""
+    a, b = _rand(4), np.abs(_rand(4)) + 0.5
+
+    def loss(m):
+        return lambda x, y: (m.divmod(x, y)[1] * m.divmod(x, y)[0]).sum() + (x % y).sum()
+
+    _close(mx.grad(loss(mx), argnums=(0, 1))(mx.array(a), mx.array(b)),
+           M.grad(loss(M), argnums=(0, 1))(M.array(a), M.array(b)))
+    tangents = [np.ones(4, np.float32), np.ones(4, np.float32)]
+    _close(mx.jvp(lambda x, y: mx.divmod(x, y), [mx.array(a), mx.array(b)],
+                  [mx.array(t) for t in tangents])[1],
+           M.jvp(lambda x, y: M.divmod(x, y), [M.array(a), M.array(b)],
+                 [M.array(t) for t in tangents])[1])
+
+
 def test_stop_gradient_blocks_and_constants_get_nothing():
     c = mx.array([1.0, 2.0])
     x = mx.array([3.0, 4.0])

@@ -298,3 +298,23 @@ def test_arange_type_error_names_types_as_mlx(mx):
                 m.arange(*args(m))
             msgs.append(str(info.value))
         assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("text", [
+    "M.zeros(2.0)", "M.zeros((2.0,))", "M.zeros([2, 'a'])", "M.ones('3')", "M.full((2.0,), 1)",
+    "M.full(2.5, 1)", "M.zeros(M.array(3))", "M.zeros(None)", "M.full(None, 1)",
+    "M.ones(None, M.int32)", "x.reshape(2.0, 6)", "x.reshape((2.0, 6))", "x.reshape(None)",
+    "x.reshape(True, 12)", "x.transpose(1.0, 0)", "x.transpose([1.0, 0])",
+])
+def test_bad_shape_values_fail_like_mlx(mx, text):
+    """zeros/ones/full's int | Sequence[int] and the methods' *shape: a float fails in MLX's
+    caster (RuntimeError std::bad_cast), None in nanobind's overloads (its TypeError text)."""
+    got, want = [], []
+    for lib, out in ((pm, got), (mx, want)):
+        try:
+            eval(text, {"M": lib, "x": lib.ones((2, 6))})
+            out.append("ok")
+        except Exception as e:  # noqa: BLE001 - comparing what each raises
+            out.append((type(e).__name__, str(e).split(" (")[0]))
+    assert got == want
+    assert pm.zeros(True).shape == (1,) and pm.ones((2, True)).shape == (2, 1)

@@ -826,3 +826,19 @@ def test_dtype_arguments_accept_only_mlx_dtypes(mx):
         assert_same_error(ours, theirs, "zeros(): incompatible function arguments")
     assert D.to_dtype(D.float16) is D.float16
     assert mx.zeros(3, dtype=mx.float16).dtype == mx.float16
+
+
+def test_numpy_complex_scalar_with_real_array_keeps_real_part_silently(mx):
+    """MLX reads a numpy complex scalar into a real array's dtype (the real part); no numpy
+    ComplexWarning may leak out of the conversion."""
+    import warnings
+
+    import pycudamlx.core as pm
+
+    for name in ("uint8", "int32", "float16", "float32", "bool_"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            ours = pm.array([1, 2], dtype=getattr(pm, name)) + np.complex64(1 + 1j)
+            ours = (str(ours.dtype), ours.tolist())
+        theirs = mx.array([1, 2], dtype=getattr(mx, name)) + np.complex64(1 + 1j)
+        assert ours == (str(theirs.dtype), theirs.tolist())

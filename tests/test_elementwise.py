@@ -458,6 +458,35 @@ def _isclose_cases():
 
 
 @pytest.mark.parametrize("fn", ["isclose", "allclose"])
+def test_isclose_scalar_operand_error_names_arguments_in_order(mlx, fn):
+    for args in ((1.0, "ones"), ("ones", 1.0), ([1.0], "ones")):
+        msgs = []
+        for lib in (pm, mlx):
+            call = [lib.ones(2) if x == "ones" else x for x in args]
+            with pytest.raises(TypeError) as err:
+                getattr(lib, fn)(*call)
+            msgs.append(str(err.value))
+        assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("text", [
+    "M.clip(np.ones(3), 0, 1)", "M.clip(np.ones(3), a_min=0, a_max=1)", "M.clip([1], 0, 1)",
+    "M.isclose(np.ones(3), np.ones(3))", "M.isclose(M.ones(3), np.ones(3))",
+    "M.allclose(np.ones(3), M.ones(3))", "M.isclose(M.ones(3), M.ones(3), rtol='a', atol=1e-3)",
+    "M.allclose(M.ones(3), [1, 2], equal_nan=True)",
+])
+def test_clip_isclose_take_mx_arrays_only(mlx, text):
+    """MLX 0.32.4 declares clip's ``a`` and isclose/allclose's operands as arrays without
+    conversion: numpy arrays and lists are nanobind's TypeError (exact text)."""
+    msgs = []
+    for lib in (pm, mlx):
+        with pytest.raises(TypeError) as err:
+            eval(text, {"M": lib, "np": np})
+        msgs.append(str(err.value))
+    assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("fn", ["isclose", "allclose"])
 def test_isclose_allclose_match_mlx(mlx, fn):
     for dtype, a, b in _isclose_cases():
         a_, b_ = np.array(a), np.array(b)

@@ -485,3 +485,27 @@ def test_fused_bernoulli_equals_the_composition():
     a = pm.random.bernoulli(np.float64(0.25), (999,), key=k)
     b = pm.random.bernoulli(pm.array(np.float64(0.25)), (999,), key=k)
     np.testing.assert_array_equal(np.array(a), np.array(b))
+
+
+RANDOM_ARGUMENT_CASES = [
+    "R.normal(3)", "R.normal((2.0,))", "R.uniform(shape=(2.5,))", "R.uniform(0, 1, 3)",
+    "R.randint(0, 5, (2.5,))", "R.randint(0, 5, 3)", "R.bernoulli(0.5, 3)",
+    "R.truncated_normal(-1, 1, 3)", "R.gumbel(3)", "R.laplace(3)", "R.normal('a')",
+    "R.permutation(2.5)", "R.categorical(M.ones((3,)), num_samples=1.5)",
+    "R.normal([2, 3.0])", "R.uniform(shape=[None])",
+]
+
+
+@pytest.mark.parametrize("text", RANDOM_ARGUMENT_CASES)
+def test_wrong_shape_arguments_raise_nanobind_text(mx, text):
+    """``mx.random.normal(3)`` (an int, not a shape) and friends: MLX's TypeError text."""
+    msgs = []
+    for lib in (pm, mx):
+        with pytest.raises(TypeError) as err:
+            eval(text, {"R": lib.random, "M": lib})
+        msgs.append(str(err.value))
+    assert msgs[0] == msgs[1]
+
+
+def test_array_shape_is_a_sequence(mx):
+    assert pm.random.normal(pm.array([2, 3])).shape == mx.random.normal(mx.array([2, 3])).shape

@@ -654,3 +654,46 @@ def test_cumprod_dtype_casts_the_input_first(mlx):
         ours = mx.cumprod(mx.array(x), dtype=getattr(mx, name), **kw)
         assert ours.dtype == getattr(mx, name) and ours.shape == tuple(theirs.shape)
         np.testing.assert_array_equal(np.array(ours), np.array(theirs))
+
+
+def test_diff_non_int_n_is_a_type_error_naming_n(mlx):
+    with pytest.raises(TypeError) as theirs:
+        mlx.diff(mlx.ones((3,)), n=1.5)
+    with pytest.raises(TypeError) as ours:
+        mx.diff(mx.ones((3,)), n=1.5)
+    assert str(ours.value) == str(theirs.value)  # nanobind's text (the call read from user code)
+    args = (mx.ones((3,)), 1.5)  # f(*args): a call it cannot read keeps the op's explanation
+    with pytest.raises(TypeError, match=r"diff\(\): incompatible function arguments: n must"):
+        mx.diff(*args)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_var_std_with_ddof_and_diff_orders_round_like_mlx(mlx, dtype):
+    """MLX divides a half variance by (n - ddof) in the half dtype, and rounds each order of
+    diff to the half dtype: bit for bit."""
+    a = _arr(np.random.default_rng(5).standard_normal((4, 7, 9)) * 3, dtype)
+    for call in ["m.var(a, axis=1, ddof=1)", "m.std(a, axis=(0, 2), ddof=2, keepdims=True)",
+                 "m.var(a, ddof=5)", "m.var(a, axis=0, ddof=4)", "m.std(a, axis=0, ddof=9)",
+                 "m.var(a, axis=2, ddof=-1)", "m.diff(a, n=2)", "m.diff(a, n=3, axis=0)"]:
+        got = eval(call, {"m": mx, "a": a(mx)})
+        want = eval(call, {"m": mlx, "a": a(mlx)})
+        assert str(got.dtype) == str(want.dtype) and got.shape == want.shape, call
+        np.testing.assert_array_equal(np.array(got.astype(mx.float32)),
+                                      np.array(want.astype(mlx.float32)), err_msg=call)
+
+
+def test_var_std_correction_keyword_replaces_ddof(mlx):
+    """mx.var / mx.std take MLX's keyword-only ``correction`` (used instead of ddof)."""
+    a = _arr(np.random.default_rng(2).standard_normal((4, 5)), "float32")
+    for call in ["m.var(a, correction=1)", "m.std(a, axis=1, correction=2)",
+                 "m.var(a, ddof=2, correction=0)", "m.std(a, correction=None, ddof=1)",
+                 "a.var(axis=0, correction=3)", "m.var(a, correction=True)"]:
+        got = eval(call, {"m": mx, "a": a(mx)})
+        want = eval(call, {"m": mlx, "a": a(mlx)})
+        np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6, err_msg=call)
+    msgs = []
+    for m in (mx, mlx):
+        with pytest.raises(TypeError) as err:
+            m.var(m.ones((3,)), correction=1.5)
+        msgs.append(str(err.value))
+    assert msgs[0] == msgs[1]

@@ -170,7 +170,22 @@ JOIN_CASES = [
     "M.split(a, 2, axis=3)", "M.split(a, 0)", "M.split(a, -1)", "M.split(M.array(1), 1)",
     "M.split(v, (2,))", "M.split(v, 1)", "M.split(v, [2], axis=-1)", "M.split(M.zeros((0,)), 3)",
     "M.split(v, [-1, -3])", "M.split(M.transpose(a), [1, 3], axis=0)",
+    # an array is a sequence of its rows to MLX's bindings
+    "M.concatenate(m)", "M.stack(m, axis=1)", "M.stack(v)", "M.concatenate(a, axis=1)",
+    "M.concatenate(M.array(1))", "M.concatenate(M.zeros((0, 3)))", "M.stack(np.ones((2, 2)))",
+    "M.stack(5, axis=1)", "M.concatenate(x for x in [v])",
 ]
+
+
+def test_join_argument_type_errors_are_mlx_text(mx):
+    for text in ("M.stack(5, axis=1)", "M.concatenate([v, 3], axis=-1)", "M.stack(M.array(2))",
+                 "M.concatenate(range(3))"):
+        msgs = []
+        for lib in (pm, mx):
+            with pytest.raises(TypeError) as err:
+                eval(text, {"M": lib, "v": lib.arange(3)})
+            msgs.append(str(err.value))
+        assert msgs[0] == msgs[1], text
 
 
 @pytest.mark.parametrize("text", JOIN_CASES)
@@ -214,6 +229,13 @@ PAD_CASES = [
     "M.pad(M.transpose(a)[::-1], [(1, 0), (0, 0), (2, 3)], constant_values=9)",
     "M.pad(M.array([1, 2]), 7, mode='reflect')", "M.pad(M.array([5]), 2, mode='reflect')",
     "M.pad(M.array([1., 2]), (0, 3), constant_values=float('nan'))",
+    # Python ints the integer dtype cannot hold are refused (floats wrap, as MLX casts them)
+    "M.pad(M.array([1, 2], M.int8), 1, constant_values=300)",
+    "M.pad(M.array([1], M.uint8), 1, constant_values=-1)",
+    "M.pad(M.array([1], M.int32), 1, constant_values=2**31)",
+    "M.pad(M.array([1], M.int8), 1, constant_values=127)",
+    "M.pad(M.array([1], M.int8), 1, constant_values=300.5)",
+    "M.pad(M.array([True]), 1, constant_values=2)",
 ]
 
 
@@ -461,3 +483,51 @@ def test_axis_out_of_range_is_a_plain_index_error(mx, call):
         last = info.value
     assert errors[0] == errors[1] and errors[1][0] == "IndexError"
     assert isinstance(last, IndexError) and isinstance(last, ValueError)
+
+
+NANOBIND_ARGUMENT_CASES = [
+    "M.repeat(m, 1.5)", "M.repeat(m, 2, axis=0.5)", "M.tile(m, 1.5)", "M.roll(m, 1.5)",
+    "M.roll(m, 1, axis=0.5)", "M.tri(2.5)", "M.tri(2, 2, k=0.5)", "M.tril(m, k=0.5)",
+    "M.triu(m, 0.5)", "M.linspace(0, 1, 2.5)", "M.diff(m, 1.5)", "M.diff(m, axis=0.5)",
+    "M.transpose(m, (1.0, 0))", "M.expand_dims(m, 1.0)", "M.squeeze(m, 1.0)", "M.split(m, 2.0)",
+    "M.split(m, 2, axis=0.5)", "M.eye(2.0)", "M.swapaxes(m, 0.0, 1)", "M.moveaxis(m, 0.0, 1)",
+    "M.flatten(m, 0.0)", "M.flatten(m, end_axis=0.5)", "M.unflatten(m, 0, (3.0, 1))",
+    "M.broadcast_to(m, (3.0, 4))", "M.as_strided(m, (2.0,))", "M.trace(m, 0.5)",
+    "M.diag(m, 0.5)", "M.diagonal(m, 0.5)", "M.sum(m, axis=1.0)", "M.mean(m, axis='0')",
+    "M.prod(m, axis=0.5)", "M.max(m, axis=0.5)", "M.all(m, axis=0.5)", "M.argmax(m, axis=0.0)",
+    "M.var(m, ddof=0.5)", "M.std(m, axis=0.5)", "M.logsumexp(m, axis=0.0)",
+    "M.softmax(m, axis=0.5)", "M.cumsum(m, axis=1.0)", "M.cumprod(m, 1.0)",
+    "M.cummax(m, axis=0.5)", "M.logcumsumexp(m, axis=0.5)", "M.median(m, axis=0.5)",
+    "M.count_nonzero(m, axis=0.5)", "M.sort(m, axis=0.5)", "M.argsort(m, 0.5)",
+    "M.topk(m, 1.5)", "M.partition(m, 1.5)", "M.take(m, M.array([0]), axis=0.5)",
+    "M.take_along_axis(m, M.array([[0]]), axis=0.5)", "M.stack([m], axis=0.5)",
+    "M.concatenate([m], axis=0.5)", "M.kron(m, [1.0])", "M.tensordot(m, m, axes=1.5)",
+    "M.put_along_axis(m, M.array([[0]]), 7, axis=0)", "M.take_along_axis(m, [[0]], axis=0)",
+    "M.var(m, correction=1.5)", "M.round(m, 1.5)",
+    # the array methods have their own signature lines (self, the long stream type)
+    "m.sum(axis=1.0)", "m.sum(1.0)", "m.flatten(0.5)", "m.round(1.5)", "m.moveaxis(0.0, 1)",
+    "m.split(2.0)", "m.mean(axis='a')", "m.argmax(axis=(0, 1))", "m.var(ddof=0.5)",
+    "m.std(correction='a')", "m.cumsum(axis=0.5, reverse=True)", "m.logsumexp(0.5)",
+    "m.squeeze(0.5)", "m.swapaxes(0, 1.5)", "m.diagonal(0.5)", "m.diag(0.5)",
+    "m.max(0.5, True)", "m.cummax(0.5)", "m.min(keepdims=True, axis=0.5)",
+]
+
+
+@pytest.mark.parametrize("text", NANOBIND_ARGUMENT_CASES)
+def test_wrongly_typed_arguments_raise_nanobind_text(mx, text):
+    """MLX's bindings reject a float for an int (a str axis, a list for an array) with a text
+    naming the signature and the types of the call, keywords included: ours rebuilds it."""
+    msgs = []
+    for lib in (pm, mx):
+        m = lib.arange(12, dtype=lib.float32).reshape(3, 4)
+        with pytest.raises(TypeError) as err:
+            eval(text, {"M": lib, "m": m})
+        msgs.append(str(err.value))
+    assert msgs[0] == msgs[1]
+
+
+def test_broadcast_to_converts_scalars_not_sequences(mx):
+    for text in ("M.broadcast_to([1, 2], (2, 2))", "M.broadcast_to((1, 2), (2, 2))",
+                 "M.broadcast_to(2.5, (2, 2))", "M.broadcast_to(np.ones(2), (2, 2))",
+                 "M.broadcast_to(True, (3,))"):
+        both(mx, text)

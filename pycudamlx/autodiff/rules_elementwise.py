@@ -1,5 +1,5 @@
 """VJP rules of the elementwise primitives: unary and binary op-table rows, astype, where,
-divmod, and the alias/copy nodes. MLX's conventions at ties: maximum's and minimum's gradient
+divmod (zero gradients, as MLX), and the alias/copy nodes. MLX's conventions at ties: maximum's and minimum's gradient
 goes to the second operand where they are equal; abs and sign use sign(0) = 0.
 
 In float16/bfloat16 every intermediate rounds, so each rule is written as MLX's own formula
@@ -167,10 +167,9 @@ def _binary(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
 
 @register(P.DivMod)
 def _divmod(prim: Any, inputs: tuple, outs: list, cts: list, wanted: list) -> list:
-    ct = cts[1]  # the quotient has no gradient
-    if ct is None:
-        return [None, None]
-    return list(_remainder(inputs[0], inputs[1], outs[1], ct, wanted))
+    # MLX's DivMod gives zero gradients to both operands, for both outputs (unlike `a % b`,
+    # whose remainder rule is 1 and -floor(a / b)); jvp, derived from this, is zero too.
+    return [None, None]
 
 
 @register_single(P.AsType, _Alias)

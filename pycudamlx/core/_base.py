@@ -57,6 +57,8 @@ def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 
 def constant(value: Any, dtype: dt.Dtype) -> array:
     """An evaluated 0-d array holding a Python scalar converted to ``dtype``."""
+    if dtype.kind != "c" and isinstance(value, (complex, np.complexfloating)):
+        value = value.real  # MLX keeps the real part (numpy would warn: ComplexWarning)
     with np.errstate(all="ignore"):
         if dtype.kind in "iu" and isinstance(value, (int, np.integer)) and not isinstance(
                 value, bool):

@@ -92,7 +92,10 @@ _OTHER_SIGNATURE = ("(self, other: bool | int | float | mlx.core.array | ndarray
 
 
 def _incompatible(method: str, self: Any, other: Any) -> TypeError:
-    return dt._incompatible_arguments(f"{method}{_OTHER_SIGNATURE}", self, other)
+    signature = f"{method}{_OTHER_SIGNATURE}"
+    if method in ("__eq__", "__ne__"):  # these answer a bool for uncomparable operands
+        signature += " | bool"
+    return dt._incompatible_arguments(signature, self, other)
 
 
 def _mlx_array_of(other: Any) -> Any:
@@ -232,11 +235,15 @@ def _scan_method(name: str) -> Any:
     return method
 
 
-def _shape_args(args: tuple) -> Any:
-    """``a.reshape(2, 3)`` and ``a.reshape((2, 3))`` both mean the shape (2, 3)."""
-    if len(args) == 1 and (isinstance(args[0], (tuple, list)) or args[0] is None):
-        return args[0]
-    return args
+def _shape_args(args: tuple, method: str = "reshape") -> Any:
+    """``a.reshape(2, 3)`` and ``a.reshape((2, 3))`` both mean the shape (2, 3). MLX's methods
+    read ``*args`` themselves: anything but ints fails there as a RuntimeError (std::bad_cast)."""
+    dims = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+    for d in dims:
+        if type(d) is not int and (isinstance(d, (bool, array)) or not hasattr(d, "__index__")):
+            raise RuntimeError(f"std::bad_cast ({method}: expected ints, got "
+                               f"{type(d).__name__} {d!r})")
+    return dims
 
 
 
@@ -399,6 +406,8 @@ class array:  # noqa: N801 - MLX's name
             if name is not None:
                 f = getattr(_core(), name, None)
                 if f is not None:
+                    if name == "matmul":  # mx.matmul takes arrays only; MLX's np_a @ a works
+                        inputs = tuple(x if isinstance(x, array) else array(x) for x in inputs)
                     return f(*inputs)
         args = tuple(np.asarray(x) if isinstance(x, array) else x for x in inputs)
         out = kwargs.get("out")
@@ -630,7 +639,7 @@ class array:  # noqa: N801 - MLX's name
 
     def transpose(self, *axes: Any, stream: Any = None) -> array:
         """``a.transpose()``, ``a.transpose(1, 0)`` or ``a.transpose((1, 0))``."""
-        axes_ = _shape_args(axes) if axes else None
+        axes_ = _shape_args(axes, "transpose") if axes else None
         if axes_ is None:
             return _op("transpose")(self, stream=stream)
         return _op("transpose")(self, axes_, stream=stream)

@@ -41,6 +41,7 @@ from ..graph.primitives import creation as _C  # noqa: E402
 from .array import array, make  # noqa: E402
 from ..graph.primitives import shape as _P  # noqa: E402
 from . import device as _dev  # noqa: E402
+from ._nanobind import argument_error  # noqa: E402
 
 __all__ += [
     "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",
@@ -63,8 +64,19 @@ def _dtype_arg(dtype: Any, default: dt.Dtype, fn: str) -> dt.Dtype:
 
 
 def _new_shape(shape: Any, fn: str) -> tuple[int, ...]:
+    """zeros/ones/full's ``int | Sequence[int]``: None is nanobind's TypeError; other values
+    fail inside MLX's caster, a RuntimeError (std::bad_cast)."""
     S = _shape_ops()
-    dims = S.shape_arg(shape, fn)
+    if shape is None:
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: shape must be an int "
+                                 "or a sequence of ints, got NoneType")
+    try:
+        if isinstance(shape, array):
+            raise TypeError
+        dims = S.shape_arg(shape, fn)
+    except TypeError:
+        raise RuntimeError(f"std::bad_cast ({fn}: the shape must be an int or a sequence of ints, "
+                           f"got {type(shape).__name__} {shape!r})") from None
     if any(d < 0 for d in dims):
         raise ValueError("[full] Negative dimensions not allowed.")
     return dims
@@ -312,8 +324,8 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
             raise TypeError("linspace(): incompatible function arguments: start and stop must "
                             f"be real scalars, got {type(v).__name__}")
     if isinstance(num, bool) or not isinstance(num, (int, np.integer)):
-        raise TypeError(f"linspace(): incompatible function arguments: num must be an int, got "
-                        f"{type(num).__name__}")
+        raise argument_error("linspace", "linspace(): incompatible function arguments: num "
+                             f"must be an int, got {type(num).__name__}")
     num = int(num)
     if num < 0:
         raise ValueError(f"[linspace] number of samples, {num}, must be non-negative.")
@@ -337,8 +349,8 @@ def _int_arg(value: Any, fn: str, what: str) -> int:
             raise TypeError
         v = _operator.index(value)
     except TypeError:
-        raise TypeError(f"{fn}(): incompatible function arguments: {what} must be an int, got "
-                        f"{type(value).__name__}") from None
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: {what} must be an "
+                             f"int, got {type(value).__name__}") from None
     if not -2**31 <= v < 2**31:
         raise TypeError(f"{fn}(): incompatible function arguments: {what}={v} does not fit the "
                         "32-bit int MLX takes")
@@ -360,6 +372,7 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype: dt.Dtype | None = dt.fl
 
 def identity(n: int, dtype: dt.Dtype | None = dt.float32, *, stream: Any = None) -> array:
     """The n x n identity matrix."""
+    n = _int_arg(n, "identity", "n")
     return eye(n, n, 0, dtype, stream=stream)
 
 
@@ -378,8 +391,8 @@ def tri(n: int, m: int | None = None, k: int = 0, dtype: dt.Dtype | None = None,
 def _tri_select(x: Any, k: int, lower: bool, stream: Any) -> array:
     fn = "tril" if lower else "triu"
     if not isinstance(x, array):
-        raise TypeError(f"{fn}(): incompatible function arguments: x must be an "
-                        f"mlx.core.array, got {type(x).__name__}")
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: x must be an "
+                             f"mlx.core.array, got {type(x).__name__}")
     if x.ndim < 2:
         raise ValueError(f"[{fn}] array must be at least 2-D")
     return make(_P.TriSelect(_int_arg(k, fn, "k"), lower), (x,), x._shape, x._dtype,

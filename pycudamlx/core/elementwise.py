@@ -20,6 +20,7 @@ from ..backend import optable
 from ..graph.primitives.elementwise import AllTrue, Binary, DivMod, Unary, Where
 from . import device as dev
 from ._base import astype, broadcast_shapes, constant, promote_operands
+from ._nanobind import argument_error
 from .array import array, from_data, make, make_multi
 
 __all__ = [
@@ -71,16 +72,6 @@ def _operand(x: Any, fn: str, signature: str | None = None) -> array:
     if isinstance(x, (list, tuple)):
         raise ValueError(f"Invalid type {type(x).__name__} received in array initialization.")
     return array(x)
-
-
-def _array_only(x: Any, signature: str, *others: Any) -> array:
-    """An argument MLX declares as ``array`` with no scalar conversion (isclose, clip): arrays
-    and numpy arrays; anything else is nanobind's TypeError."""
-    if isinstance(x, array):
-        return x
-    if isinstance(x, np.ndarray):
-        return array(x)
-    raise dt._incompatible_arguments(signature, x, *others)
 
 
 def _at_least_float(dtype: dt.Dtype) -> dt.Dtype:
@@ -381,9 +372,9 @@ def round(a: Any, /, decimals: int = 0, *, stream: Any = None) -> array:  # noqa
     a = _operand(a, "round",
                  "round(a: array, /, decimals: int = 0, stream: StreamOrDevice = None) -> array")
     if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
-        raise dt._incompatible_arguments(
-            "round(a: array, /, decimals: int = 0, stream: StreamOrDevice = None) -> array",
-            a, decimals)
+        # the method a.round(...) has its own signature line (argument_error picks it)
+        sig = "round(a: array, /, decimals: int = 0, stream: StreamOrDevice = None) -> array"
+        raise argument_error("round", dt._incompatible_arguments(sig, a, decimals), sig)
     if decimals == 0:
         return unary_op("round", a, stream)
     dtype = _at_least_float(a._dtype)
@@ -406,7 +397,9 @@ _CLIP_SIG = ("clip(a: array, /, a_min: scalar | array | None, a_max: scalar | ar
 
 def clip(a: Any, /, a_min: Any, a_max: Any, *, stream: Any = None) -> array:
     """``minimum(maximum(a, a_min), a_max)``; either bound may be None, not both."""
-    a = _array_only(a, _CLIP_SIG, a_min, a_max)
+    if not isinstance(a, array):
+        raise argument_error("clip", dt._incompatible_arguments(_CLIP_SIG, a, a_min, a_max),
+                             _CLIP_SIG)
     if a_min is None and a_max is None:
         raise ValueError("At most one of a_min and a_max may be None")
     out = a
@@ -476,13 +469,13 @@ def _tolerance_sig(fn: str) -> str:
 def _isclose(fn: str, a: Any, b: Any, rtol: Any, atol: Any, equal_nan: Any, stream: Any
              ) -> array:
     sig = _tolerance_sig(fn)
-    a = _array_only(a, sig, b)
-    b = _array_only(b, sig, a)
+    if not isinstance(a, array) or not isinstance(b, array):  # names them in call order
+        raise argument_error(fn, dt._incompatible_arguments(sig, a, b), sig)
     try:
         rtol_v = np.float32(float(rtol))  # MLX: array(double) is a float32 array
         atol_v = np.float32(float(atol))
     except (TypeError, ValueError):
-        raise dt._incompatible_arguments(sig, a, b, rtol, atol) from None
+        raise argument_error(fn, dt._incompatible_arguments(sig, a, b, rtol, atol), sig) from None
     s = dev.resolve_stream(stream)
     # |a - b| <= atol + rtol * |b|, built as MLX's ops.cpp builds it (same dtypes, same steps).
     rhs = add(constant(atol_v, dt.float32),

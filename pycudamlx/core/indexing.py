@@ -35,8 +35,9 @@ from ..graph.primitives.elementwise import cast_numpy
 from ..graph.primitives.shape import ViewSpec
 from . import device as dev
 from ._base import astype, broadcast_shapes as _broadcast2
+from ._nanobind import argument_error
 from .array import array, from_data, make
-from .shape import _index_dtype, broadcast_view, fmt_shape, view
+from .shape import _index_dtype, _int, broadcast_view, fmt_shape, view
 
 __all__ = ["newaxis", "take", "take_along_axis", "put_along_axis", "ArrayAt"]
 
@@ -465,9 +466,9 @@ def setitem(a: array, index: Any, value: Any) -> array:
 
 def _require_array(x: Any, fn: str, sig: str, what: str) -> array:
     if not isinstance(x, array):
-        raise TypeError(f"{fn}(): incompatible function arguments. The following argument types "
-                        f"are supported:\n    1. {sig}\n\nInvoked with {what} of type "
-                        f"{type(x).__name__}")
+        raise argument_error(fn, f"{fn}(): incompatible function arguments. The following "
+                             f"argument types are supported:\n    1. {sig}\n\nInvoked with "
+                             f"{what} of type {type(x).__name__}", sig)
     return x
 
 
@@ -505,7 +506,7 @@ def take(a: array, /, indices: int | array, axis: int | None = None, *,
         a = _flat(a, s)
         ax = 0
     else:
-        ax = operator.index(axis)
+        ax = _int(axis, "axis", "take")
         if not -a.ndim <= ax < a.ndim:
             raise IndexError(f"[take] Received invalid axis {axis} for array with {a.ndim} "
                              "dimensions.")
@@ -534,7 +535,7 @@ def _along_axis_args(a: array, indices: Any, axis: int | None, fn: str, sig: str
         a = _flat(a, s)
         ax = 0
     else:
-        ax = operator.index(axis)
+        ax = _int(axis, "axis", fn)
         if not -a.ndim <= ax < a.ndim:
             raise IndexError(f"[{fn}] Axis {axis} is out of bounds for array with {a.ndim} "
                              "dimensions.")

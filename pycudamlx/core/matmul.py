@@ -18,6 +18,7 @@ from .. import dtypes as dt
 from ..graph.primitives.matmul import Matmul
 from . import device as dev
 from ._base import AxisError, astype, broadcast_shapes
+from ._nanobind import argument_error
 from .array import array, make
 from .creation import zeros
 from .elementwise import conjugate, multiply
@@ -191,7 +192,8 @@ def tensordot(a: array, b: array, /, axes: int | Sequence[Sequence[int]] = 2, *,
         la = _axes_list(pair[0]) if pair else None
         lb = _axes_list(pair[1]) if pair else None
         if la is None or lb is None:
-            raise dt._incompatible_arguments(_SIG["tensordot"], a, b, axes)
+            raise argument_error("tensordot", dt._incompatible_arguments(_SIG["tensordot"], a,
+                                                                        b, axes), _SIG["tensordot"])
         if len(la) != len(lb):
             raise ValueError("[tensordot] axes must have the same size.")
         ax_a, ax_b = [], []

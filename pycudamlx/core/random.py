@@ -24,6 +24,7 @@ from ..graph.primitives import random as rp
 from ..graph.primitives.elementwise import cast_numpy
 from . import device as dev
 from ._base import as_array, astype
+from ._nanobind import argument_error
 from .array import array, from_data, make
 from .elementwise import (
     abs as _abs, add, divide, erf, erfinv, floor, less, log, log1p, maximum, minimum, multiply,
@@ -167,12 +168,23 @@ def split(key: array, num: int = 2, stream: Any = None) -> array:  # noqa: F811
 
 
 def _shape_tuple(shape: Any, fn: str) -> tuple[int, ...]:
-    if isinstance(shape, array) or isinstance(shape, (str, bytes)):
-        raise TypeError(f"{fn}(): shape must be a sequence of ints")
-    if isinstance(shape, int):
-        raise TypeError(f"{fn}(): incompatible function arguments: shape must be a sequence of "
-                        "ints, got int")
-    return tuple(operator.index(e) for e in shape)
+    """A ``Sequence[int]`` shape as MLX's bindings read it (an array is the sequence of its
+    elements); anything else is nanobind's TypeError (``mx.random.normal(3)``)."""
+    try:
+        if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+            raise TypeError
+        return tuple(operator.index(e) for e in shape)
+    except TypeError:
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: shape must be a "
+                                 f"sequence of ints, got {type(shape).__name__}") from None
+
+
+def _int_param(value: Any, name: str, fn: str) -> int:
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: {name} must be an "
+                                 f"int, got {type(value).__name__}") from None
 
 
 def _dtype_arg(dtype: Any, fn: str) -> dt.Dtype:
@@ -330,11 +342,12 @@ def bernoulli(p: Any = 0.5, shape: Sequence[int] | None = None, key: array | Non
     """Booleans that are true with probability ``p``: bits < p * nextafter(2**32 - 1, inf)."""
     key = _take_key(key)
     s = dev.resolve_stream(stream)
+    shape_t = None if shape is None else _shape_tuple(shape, "bernoulli")  # binding check first
     p_scalar = _is_scalar(p)
     p = as_array(p)
     if p._dtype.kind != "f":
         raise ValueError("[bernoulli] bernoulli probability `p` must be a float type.")
-    shape = p._shape if shape is None else _shape_tuple(shape, "bernoulli")
+    shape = p._shape if shape_t is None else shape_t
     if p_scalar:
         # One fused draw (dropout's case): bits < p * upper in float32 (float64 for float64 p).
         dtype = dt.promote_types(p._dtype, dt.float32)
@@ -452,12 +465,15 @@ def categorical(logits: array, axis: int = -1, shape: Sequence[int] | None = Non
                 stream: Any = None) -> array:  # noqa: F811
     """Samples (uint32 indices along ``axis``) from the categorical distributions given by
     unnormalised log-probabilities: argmax(logits + Gumbel noise)."""
+    axis_i = _int_param(axis, "axis", "categorical")  # the bindings' checks come first
+    n_samples = None if num_samples is None else _int_param(num_samples, "num_samples",
+                                                            "categorical")
     key = _take_key(key)
     s = dev.resolve_stream(stream)
     logits = as_array(logits)
-    if shape is not None and num_samples is not None:
+    if shape is not None and n_samples is not None:
         raise ValueError("[categorical] At most one of shape or num_samples can be specified.")
-    ax = _categorical_axis(operator.index(axis), len(logits._shape))
+    ax = _categorical_axis(axis_i, len(logits._shape))
     if shape is not None:
         shape = _shape_tuple(shape, "categorical")
         reduced = logits._shape[:ax] + logits._shape[ax + 1:]
@@ -465,11 +481,11 @@ def categorical(logits: array, axis: int = -1, shape: Sequence[int] | None = Non
             raise ValueError(f"[categorical] Requested shape {fmt_shape(shape)} is not broadcast "
                              f"compatible with reduced logits shape{fmt_shape(reduced)}.")
         return _categorical_impl(logits, ax, shape, key, s)
-    if num_samples is not None:
+    if n_samples is not None:
         logits = expand_dims(logits, -1, stream=s)
         out = list(logits._shape)
         del out[ax]
-        out[-1] = operator.index(num_samples)
+        out[-1] = n_samples
         return _categorical_impl(logits, ax, tuple(out), key, s)
     reduced = logits._shape[:ax] + logits._shape[ax + 1:]
     return _categorical_impl(logits, ax, reduced, key, s)
@@ -490,7 +506,7 @@ def permutation(x: int | array, axis: int = 0, key: array | None = None,
         if type(x) is not int and not isinstance(x, bool):
             raise dt._incompatible_arguments(
                 "permutation(x: int | array, axis: int = 0, key: array | None = None, "
-                "stream: Stream | Device | None = None) -> array", x)
+                "stream: StreamOrDevice = None) -> array", x)
         return _permutation_indices(int(x), key, s)
     ndim = len(x._shape)
     ax = operator.index(axis)

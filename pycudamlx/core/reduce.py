@@ -8,6 +8,7 @@ under PYCUDAMLX_STRICT_GPU=1); GPU kernels come in a later session. See docs/red
 
 from __future__ import annotations
 
+import builtins
 import operator
 from typing import Any
 
@@ -15,6 +16,7 @@ from .. import dtypes as dt
 from ..graph.primitives import reduce as R
 from . import device as dev
 from ._base import AxisError, normalize_axis
+from ._nanobind import argument_error
 from .array import array, make
 from .shape import require_array
 
@@ -46,8 +48,8 @@ def _var_dtype(d: dt.Dtype) -> dt.Dtype:
 
 
 def _incompatible(fn: str, what: str, value: Any) -> TypeError:
-    return TypeError(f"{fn}(): incompatible function arguments: {what} must be "
-                     f"None | int | Sequence[int], got {type(value).__name__}")
+    return argument_error(fn, f"{fn}(): incompatible function arguments: {what} must be "
+                          f"None | int | Sequence[int], got {type(value).__name__}")
 
 
 def _axis_int(value: Any, fn: str) -> int:
@@ -156,47 +158,62 @@ def mean(a: array, /, axis: None | int | Any = None, keepdims: bool = False, *,
     return _reduce("mean", a, axis, keepdims, stream, _float_dtype)
 
 
-def _half_variance(a: array, axis: Any, keepdims: bool, fn: str, stream: Any) -> array:
-    """MLX's float16/bfloat16 ``var(ddof=0)``: each step rounded to the half dtype, the mean
-    of the squared deviations from the (half) mean."""
-    from .elementwise import square, subtract
+builtins_max = builtins.max
+
+
+def _half_variance(a: array, axis: Any, keepdims: bool, fn: str, stream: Any,
+                   ddof: int = 0) -> array:
+    """MLX's float16/bfloat16 ``var``: each step rounded to the half dtype, the sum of the
+    squared deviations from the (half) mean times the rounded 1/n (ddof 0) or divided by
+    max(n - ddof, 0) in the half dtype."""
+    from .creation import full
+    from .elementwise import divide, square, subtract
 
     axes = _axes(a, axis, fn, _MEAN_BAD_AXIS)
     mu = mean(a, axes, True, stream=stream)
     squares = square(subtract(a, mu, stream=stream), stream=stream)
     total = _reduce("sum", squares, axes, keepdims, stream, _sum_dtype)
-    return _times_reciprocal(total, _count(a, axes), stream)
+    if ddof == 0:
+        return _times_reciprocal(total, _count(a, axes), stream)
+    factor = float(builtins_max(_count(a, axes) - ddof, 0))
+    return divide(total, full((), factor, total._dtype, stream=stream), stream=stream)
 
 
-def _ddof(ddof: Any, fn: str) -> int:
+def _ddof(ddof: Any, fn: str, name: str = "ddof") -> int:
+    """An int argument (var/std's ddof, diff's n); the TypeError names it."""
     if isinstance(ddof, bool):
         return int(ddof)
     try:
         return operator.index(ddof)
     except TypeError:
-        raise TypeError(f"{fn}(): incompatible function arguments: ddof must be an int, "
-                        f"got {type(ddof).__name__}") from None
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: {name} must be an "
+                             f"int, got {type(ddof).__name__}") from None
 
 
 def var(a: array, /, axis: None | int | Any = None, keepdims: bool = False, ddof: int = 0, *,
-        stream: Any = None) -> array:
-    """Variance over ``axis`` divided by max(n - ddof, 0) (inf/NaN when ddof >= n, as MLX)."""
+        correction: int | None = None, stream: Any = None) -> array:
+    """Variance over ``axis`` divided by max(n - ddof, 0) (inf/NaN when ddof >= n, as MLX);
+    ``correction``, when given, is used in place of ``ddof``."""
     a = require_array(a, "var")
     ddof = _ddof(ddof, "var")
-    if ddof == 0 and a._dtype.name in _HALF:
-        return _half_variance(a, axis, keepdims, "var", stream)
+    if correction is not None:  # MLX's keyword (the array API's name): it replaces ddof
+        ddof = _ddof(correction, "var", "correction")
+    if a._dtype.name in _HALF:
+        return _half_variance(a, axis, keepdims, "var", stream, ddof)
     return _reduce("var", a, axis, keepdims, stream, _var_dtype, ddof)
 
 
 def std(a: array, /, axis: None | int | Any = None, keepdims: bool = False, ddof: int = 0, *,
-        stream: Any = None) -> array:
+        correction: int | None = None, stream: Any = None) -> array:
     """Standard deviation: the square root of ``var``."""
     a = require_array(a, "std")
     ddof = _ddof(ddof, "std")
-    if ddof == 0 and a._dtype.name in _HALF:
+    if correction is not None:  # MLX's keyword (the array API's name): it replaces ddof
+        ddof = _ddof(correction, "std", "correction")
+    if a._dtype.name in _HALF:
         from .elementwise import sqrt
 
-        return sqrt(_half_variance(a, axis, keepdims, "std", stream), stream=stream)
+        return sqrt(_half_variance(a, axis, keepdims, "std", stream, ddof), stream=stream)
     return _reduce("std", a, axis, keepdims, stream, _var_dtype, ddof)
 
 
@@ -287,8 +304,8 @@ def _argreduce(op: str, a: Any, axis: Any, keepdims: bool, stream: Any) -> array
         shape = (1,) * ndim if keepdims else ()
     else:
         if isinstance(axis, (tuple, list, str, bytes, array, float)):
-            raise TypeError(f"{op}(): incompatible function arguments: axis must be "
-                            f"None | int, got {type(axis).__name__}")
+            raise argument_error(op, f"{op}(): incompatible function arguments: axis must be "
+                                 f"None | int, got {type(axis).__name__}")
         ax = normalize_axis(_axis_int(axis, op), ndim)
         shape = _out_shape(a._shape, (ax,), keepdims)
     if a.size == 0:
@@ -392,7 +409,7 @@ def softmax(a: array, /, axis: None | int | Any = None, *, precise: bool = False
 def diff(a: array, /, n: int = 1, axis: int = -1, *, stream: Any = None) -> array:
     """The n-th discrete difference along ``axis`` (bools: xor; integers wrap), as MLX."""
     a = require_array(a, "diff")
-    n = _ddof(n, "diff")
+    n = _ddof(n, "diff", "n")
     ax = _axis_int(axis, "diff")
     ndim = len(a._shape)
     if not -ndim <= ax < ndim:

@@ -20,6 +20,7 @@ from ..graph.primitives import shape as P
 from ..graph.primitives.shape import ViewSpec, contiguous_strides
 from . import device as dev
 from ._base import AxisError, as_array, astype, broadcast_shapes as _broadcast2
+from ._nanobind import argument_error
 from .array import array, make, make_multi
 
 __all__ = [
@@ -50,15 +51,15 @@ def _int(value: Any, what: str, fn: str) -> int:
     try:
         return operator.index(value)
     except TypeError:
-        raise TypeError(f"{fn}(): incompatible function arguments: {what} must be an int, "
-                        f"got {type(value).__name__}") from None
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: {what} must be an "
+                             f"int, got {type(value).__name__}") from None
 
 
 def int_list(values: Any, what: str, fn: str) -> list[int]:
     """A sequence of Python ints (TypeError naming the argument otherwise)."""
     if isinstance(values, (str, bytes, array)) or not hasattr(values, "__iter__"):
-        raise TypeError(f"{fn}(): incompatible function arguments: {what} must be a sequence "
-                        f"of ints, got {type(values).__name__}")
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: {what} must be a "
+                             f"sequence of ints, got {type(values).__name__}")
     return [_int(v, what, fn) for v in values]
 
 
@@ -97,8 +98,8 @@ def check_axis(axis: int, ndim: int, fn: str) -> int:
 
 def require_array(a: Any, fn: str, what: str = "a") -> array:
     if not isinstance(a, array):
-        raise TypeError(f"{fn}(): incompatible function arguments: {what} must be an "
-                        f"mlx.core.array, got {type(a).__name__}")
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: {what} must be an "
+                             f"mlx.core.array, got {type(a).__name__}")
     return a
 
 
@@ -165,6 +166,8 @@ def flatten(a: array, /, start_axis: int = 0, end_axis: int = -1, *,
             stream: Any = None) -> array:
     """Flatten the axes start_axis..end_axis (inclusive) into one."""
     a = require_array(a, "flatten")
+    start_axis = _int(start_axis, "start_axis", "flatten")
+    end_axis = _int(end_axis, "end_axis", "flatten")
     ndim = a.ndim
     if ndim == 0:
         return _reshape_node(a, (1,), stream)
@@ -374,6 +377,8 @@ def broadcast_view(a: array, shape: tuple[int, ...], stream: Any) -> array:
 
 def broadcast_to(a: Any, /, shape: Sequence[int], *, stream: Any = None) -> array:
     """``a`` broadcast to ``shape``: a view with stride 0 along the broadcast axes."""
+    if isinstance(a, (list, tuple)):  # MLX's ``scalar | array`` converts no sequences
+        raise ValueError(f"Invalid type {type(a).__name__} received in array initialization.")
     a = as_array(a)
     shape = shape_arg(shape, "broadcast_to", allow_int=False)
     if a._shape == shape:
@@ -418,15 +423,24 @@ def broadcast_arrays(*arrays: array, stream: Any = None) -> list[array]:
 # Joining and splitting
 
 
-def _array_list(arrays: Any, fn: str) -> list[array]:
-    if isinstance(arrays, array) or not isinstance(arrays, (list, tuple)):
-        raise TypeError(f"{fn}(): incompatible function arguments: arrays must be a list of "
-                        f"arrays, got {type(arrays).__name__}")
-    for x in arrays:
-        if not isinstance(x, array):
-            raise TypeError(f"{fn}(): incompatible function arguments: arrays must be a list of "
-                            f"arrays, got an element of type {type(x).__name__}")
-    return list(arrays)
+_JOIN_SIG = ("{fn}(arrays: list[array], axis: int | None = 0, *, stream: StreamOrDevice = None)"
+             " -> array")
+
+
+def _array_list(arrays: Any, fn: str, axis: Any) -> list[array]:
+    """The arrays of concatenate/stack as MLX's bindings read them: a list or tuple of arrays,
+    or an array of rank >= 1 (a sequence of its rows, as nanobind converts it)."""
+    if isinstance(arrays, array):
+        if arrays.ndim:
+            return list(arrays)
+    elif isinstance(arrays, (list, tuple)) and all(isinstance(x, array) for x in arrays):
+        return list(arrays)
+    invoked = dt._type_name(arrays)
+    if not (type(axis) is int and axis == 0):  # as users pass it: axis=...
+        invoked += f", kwargs = {{ axis: {dt._type_name(axis)} }}"
+    raise argument_error(fn, f"{fn}(): incompatible function arguments. The following argument "
+                         f"types are supported:\n    1. {_JOIN_SIG.format(fn=fn)}\n\nInvoked "
+                         f"with types: {invoked}")
 
 
 def _result_dtype(arrays: Sequence[array]) -> dt.Dtype:
@@ -450,16 +464,17 @@ def _slab(out_shape: tuple[int, ...], axis: int, start: int, extent: int,
 
 def concatenate(arrays: list[array], axis: int | None = 0, *, stream: Any = None) -> array:
     """Join arrays along an existing axis (axis None: flattened), promoting their dtypes."""
-    arrays = _array_list(arrays, "concatenate")
+    arrays = _array_list(arrays, "concatenate", axis)
     if not arrays:
         raise ValueError("[concatenate] No arrays provided for concatenation")
     if axis is None:
         arrays = [flatten(x, stream=stream) for x in arrays]
         axis = 0
+    axis = _int(axis, "axis", "concatenate")
     if len(arrays) == 1:
         return arrays[0]
     ndim = arrays[0].ndim
-    ax = check_axis(_int(axis, "axis", "concatenate"), ndim, "concatenate")
+    ax = check_axis(axis, ndim, "concatenate")
     shape = list(arrays[0]._shape)
     shape[ax] = 0
     for x in arrays:
@@ -494,7 +509,7 @@ def concat(arrays: list[array], axis: int | None = 0, *, stream: Any = None) -> 
 
 def stack(arrays: list[array], axis: int | None = 0, *, stream: Any = None) -> array:
     """Join arrays of one shape along a new axis."""
-    arrays = _array_list(arrays, "stack")
+    arrays = _array_list(arrays, "stack", axis)
     if not arrays:
         raise ValueError("[stack] No arrays provided for stacking")
     shape = arrays[0]._shape
@@ -715,6 +730,8 @@ def _constant_pad(a: array, pairs: list[tuple[int, int]], out_shape: tuple[int, 
         source: tuple = ("input", 1)
     else:
         if isinstance(value, (bool, int, float, complex, np.generic)):
+            if type(value) is int:  # MLX refuses ints the array's integer type cannot hold
+                dt._int_scalar_result(a._dtype, value)
             source = ("const", value)
         else:
             inputs.append(as_array(value))

@@ -20,6 +20,7 @@ from .. import dtypes as dt
 from ..graph.primitives import sorting as P
 from . import device as dev
 from ._base import normalize_axis
+from ._nanobind import argument_error
 from .array import array, make, make_multi
 
 __all__ = ["sort", "argsort", "partition", "argpartition", "topk", "searchsorted", "unique"]
@@ -28,8 +29,9 @@ __all__ = ["sort", "argsort", "partition", "argpartition", "topk", "searchsorted
 def _signature_error(fn: str, sig: str, *args: Any) -> TypeError:
     types = ", ".join("mlx.core.array" if isinstance(a, array) else type(a).__name__
                       for a in args)
-    return TypeError(f"{fn}(): incompatible function arguments. The following argument types "
-                     f"are supported:\n    1. {sig}\n\nInvoked with types: {types}")
+    return argument_error(fn, TypeError(
+        f"{fn}(): incompatible function arguments. The following argument types are "
+        f"supported:\n    1. {sig}\n\nInvoked with types: {types}"), sig)
 
 
 _SIG = {

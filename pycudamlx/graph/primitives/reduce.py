@@ -447,7 +447,8 @@ class Diff(Primitive):
 
     def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
         shape, dtype = outs[0]
-        x = _work(inputs[0])
+        x = inputs[0]
+        half = x.dtype if x.dtype in _HALF else None
         ax = self.axis
         hi = [slice(None)] * x.ndim
         lo = [slice(None)] * x.ndim
@@ -458,8 +459,11 @@ class Diff(Primitive):
             for _ in range(self.n):
                 if x.shape[ax] == 0:
                     break
-                x = np.not_equal(x[hi_t], x[lo_t]) if x.dtype.kind == "b" else np.subtract(
-                    x[hi_t], x[lo_t])
+                if half is not None:  # MLX rounds every order's difference to the half type
+                    x = np.subtract(x[hi_t].astype(_F32), x[lo_t].astype(_F32)).astype(half)
+                else:
+                    x = np.not_equal(x[hi_t], x[lo_t]) if x.dtype.kind == "b" else np.subtract(
+                        x[hi_t], x[lo_t])
         return [_finish(x, dtype).reshape(shape)]
 
     def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
