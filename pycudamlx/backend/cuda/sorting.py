@@ -4,8 +4,9 @@ The sorted axis is moved last (a view; a contiguous copy when the rows are not c
 the kernels see ``rows`` contiguous rows of ``n`` elements. Rows of up to 2,048 elements are
 sorted by one block each (bitonic, in shared memory); longer rows by a radix sort, 8 bits per
 pass, one pass per key byte: for a values-only sort of 4-byte keys the onesweep sort of the keys
-alone (the key maps one-to-one to its value), otherwise an LSD sort of (key, index) pairs. The output is written contiguous in
-the moved layout and returned as a strided view in the input's axis order.
+alone (the key maps one-to-one to its value), otherwise an LSD sort of (key, index) pairs. The
+output is written contiguous in the moved layout and returned as a strided view in the input's
+axis order.
 """
 
 from __future__ import annotations
