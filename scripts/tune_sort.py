@@ -1,11 +1,11 @@
 """Stage and variant timings for the onesweep sort of 2^24 float32 on a GPU.
 
-Times the shipped mx.sort and CuPy's sort, then, for each variant of keys per thread
-(ONESWEEP_ITEMS), blocks per SM the pass asks registers for (ONESWEEP_MIN_BLOCKS), tiles per
-upsweep block and look-back window, the launch sequence cut after each stage (zeroing, upsweep, the four passes, the
+Times the shipped mx.sort and CuPy's sort, then each variant (sort.cu defines over the shipped
+ones, VARIANTS below: keys per thread, blocks per SM, tiles per upsweep block, look-back window,
+matching) with the launch sequence cut after each stage (zeroing, upsweep, the four passes, the
 fix-up): a stage's cost is the difference between two cuts. bench.py's timing method (launches
 back to back, one queued ahead, median of 3); every variant's full result is checked against
-numpy first.
+numpy first (ablation variants report WRONG on purpose).
 
     python scripts/tune_sort.py
 """

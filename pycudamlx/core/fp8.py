@@ -2,9 +2,9 @@
 
 e4m3 here is the "fn" variant (no infinities, one NaN pattern 0x7f/0xff, largest finite 448)
 stored in uint8. ``to_fp8`` rounds to nearest even like a cast, but saturates as MLX does:
-anything beyond 448 in magnitude, infinities and NaN become +-448 (NaN keeps its sign bit). Encoding works on
-the float32 bit pattern (exact for float16/bfloat16 inputs too), so the same integer ops run on
-the GPU and the CPU and give the same bits. ``from_fp8`` looks each byte up in a 256-entry table
+anything beyond 448 in magnitude, infinities and NaN become +-448 (NaN keeps its sign bit).
+Encoding works on the float32 bit pattern (exact for float16/bfloat16 inputs too), so the same
+integer ops run on the GPU and the CPU and give the same bits. ``from_fp8`` looks each byte up in a 256-entry table
 of exact values.
 """
 
