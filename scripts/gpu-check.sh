@@ -40,7 +40,9 @@ stamp() { echo "   ($(( $(date +%s) - started )) s) $*"; }
 
 xdist=()
 if [ "$WORKERS" -gt 0 ] && $PY -c "import xdist" 2>/dev/null; then
-    xdist=(-n "$WORKERS" --dist loadfile)
+    # tests, not files, go to workers: with whole files, one worker ran all 75 MLX programs
+    # (a subprocess each) while the others waited, and the passes outgrew 5 minutes (run I)
+    xdist=(-n "$WORKERS" --dist load)
 fi
 
 if [ "${WARM:-1}" != 0 ]; then
