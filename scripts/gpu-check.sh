@@ -40,8 +40,8 @@ stamp() { echo "   ($(( $(date +%s) - started )) s) $*"; }
 
 xdist=()
 if [ "$WORKERS" -gt 0 ] && $PY -c "import xdist" 2>/dev/null; then
-    # tests, not files, go to workers: with whole files, one worker ran all 75 MLX programs
-    # (a subprocess each) while the others waited, and the passes outgrew 5 minutes (run I)
+    # tests, not files, go to workers: with whole files one worker runs all 75 MLX programs (a
+    # subprocess each), the likely long pole of run I's passes (over 5 minutes; unmeasured)
     xdist=(-n "$WORKERS" --dist load)
 fi
 
