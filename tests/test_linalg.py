@@ -73,6 +73,9 @@ NORM_CASES = [
     ((2, 3, 4), "fro", (0, 2)), ((2, 3, 4), "nuc", (2, 1)), ((2, 3, 4), 2, (0, 2)),
     ((2, 3, 4), -2, (1, 0)), ((2, 3, 4), 0, 1), ((), None, None), ((0,), None, None),
     ((0, 3), None, 1),
+    # negative axes are normalized before the 1/inf matrix norms pick the axis to reduce last
+    ((2, 3, 5), 1, (-1, -2)), ((2, 3, 5), -1, (-1, 1)), ((2, 3, 5), math.inf, (-2, -1)),
+    ((2, 3, 5), -math.inf, (1, -1)), ((2, 3, 5), math.inf, (-3, -2)), ((2, 3, 5), 1, (-2, 2)),
 ]
 
 

@@ -152,7 +152,8 @@ def _svd_matrix(a: array, axis: list[int], s: dev.Stream) -> tuple[array, int, i
 
 def _matrix_norm(a: array, ord: float, axis: list[int], keepdims: bool, s: dev.Stream) -> array:
     d = _at_least_float(a.dtype)
-    row, col = axis
+    # MLX normalizes negative axes first: (-1, -2) of a batch reduces the matrix dims.
+    row, col = (x % a.ndim for x in axis)
     if ord in (1.0, -1.0):
         col -= (not keepdims and col > row and col > 0)
         red = R.max if ord == 1.0 else R.min
