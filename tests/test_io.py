@@ -414,6 +414,14 @@ def test_gguf_errors(mlx, tmp_path):
         (lambda m: m.save_gguf(str(tmp_path / "x"), {}, {"k": m.ones((0,))}),
          RuntimeError, "Cannot save empty arrays"),
         (lambda m: m.save_gguf(str(tmp_path / "x"), {}, {"k": 1}), RuntimeError, None),
+        # names that are not strings: MLX's dict[str, ...] cast fails (std::bad_cast)
+        (lambda m: m.save_gguf(str(tmp_path / "x"), {1: m.ones(2)}), RuntimeError, None),
+        (lambda m: m.save_gguf(str(tmp_path / "x"), {"a": m.ones(2)}, {1: "v"}), RuntimeError,
+         None),
+        (lambda m: m.save_safetensors(str(tmp_path / "x"), {"a": m.ones(2), 2: m.ones(1)}),
+         RuntimeError, None),
+        (lambda m: m.save_gguf(str(tmp_path / "x"), [m.ones(2)]), TypeError,
+         r"save_gguf\(\): incompatible function arguments(.|\n)*Invoked with types: str, list$"),
     ]
     for call, exc, msg in cases:
         with pytest.raises(exc, match=msg):

@@ -229,6 +229,14 @@ def _load_npz(file: Any, data: bytes | None, name: str) -> dict[str, array]:
 # -- .safetensors ------------------------------------------------------------------------------
 
 
+def _check_str_keys(d: dict, fn: str) -> None:
+    """Names must be strings: MLX's dict[str, ...] cast fails (std::bad_cast) otherwise."""
+    for k in d:
+        if not isinstance(k, str):
+            raise RuntimeError(f"[{fn}] Key {k!r} must be a str, got {type(k).__name__} "
+                               "(MLX raises std::bad_cast here)")
+
+
 def save_safetensors(file: FileLike, arrays: dict[str, array],
                      metadata: dict[str, str] | None = None) -> None:
     """Save a dict of arrays (and string metadata) to a ``.safetensors`` file."""
@@ -247,6 +255,7 @@ def save_safetensors(file: FileLike, arrays: dict[str, array],
             isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
         raise ValueError("[save_safetensors] Metadata must be a dictionary with string keys and "
                          "values")
+    _check_str_keys(arrays, "save_safetensors")
     header: dict[str, Any] = {"__metadata__": metadata or None}
     chunks = []
     offset = 0
@@ -362,10 +371,17 @@ def save_gguf(file: FileLike, arrays: dict[str, array],
               metadata: dict[str, Any] | None = None) -> None:
     """Save arrays (float32, float16, int8, int16, int32) and metadata (arrays of at most one
     dimension, str, list of str) to a GGUF v3 file, laid out as MLX writes it."""
-    if not isinstance(arrays, dict):
-        raise TypeError(f"save_gguf(): arrays must be a dict[str, array], got "
-                        f"{_type_name(arrays)}")
+    if not isinstance(arrays, dict) or not (metadata is None or isinstance(metadata, dict)):
+        types = ", ".join(_type_name(x) for x in (file, arrays) + (
+            () if metadata is None else (metadata,)))
+        raise TypeError(
+            "save_gguf(): incompatible function arguments. The following argument types are "
+            "supported:\n    1. save_gguf(file: file | str | pathlib.Path, arrays: dict[str, "
+            "array], metadata: dict[str, array | str | list[str]])\n\nInvoked with types: "
+            + types)
     metadata = metadata or {}
+    _check_str_keys(arrays, "save_gguf")
+    _check_str_keys(metadata, "save_gguf")
     kvs = [_gguf_str(k) + _gguf_meta_value(k, metadata[k]) for k in map_order(metadata)]
     infos, chunks = [], []
     offset = 0
