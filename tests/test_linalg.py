@@ -140,6 +140,54 @@ def test_norm_type_errors():
         mx.linalg.eigh(mx.eye(3), UPLO=3, stream=mx.cpu)
 
 
+ARGUMENT_MISTAKES = {
+    # nanobind's bool takes only True/False
+    "svd_uv_int": lambda m, A: m.linalg.svd(A, compute_uv=0, stream=m.cpu),
+    "svd_uv_npbool": lambda m, A: m.linalg.svd(A, compute_uv=np.bool_(True), stream=m.cpu),
+    "cholesky_upper_int": lambda m, A: m.linalg.cholesky(A, upper=1, stream=m.cpu),
+    "cholesky_upper_none": lambda m, A: m.linalg.cholesky(A, None, stream=m.cpu),
+    "tri_inv_upper_int": lambda m, A: m.linalg.tri_inv(A, upper=0, stream=m.cpu),
+    "cholesky_inv_upper_int": lambda m, A: m.linalg.cholesky_inv(A, upper=0, stream=m.cpu),
+    "solve_tri_upper_int": lambda m, A: m.linalg.solve_triangular(A, A, upper=1, stream=m.cpu),
+    "norm_keepdims_int": lambda m, A: m.linalg.norm(A, keepdims=1),
+    "cross_axis_float": lambda m, A: m.linalg.cross(A, A, axis=1.0),
+    # positional arguments where MLX's are keyword-only
+    "qr_positional_stream": lambda m, A: m.linalg.qr(A, m.cpu),
+    "eigh_positional_stream": lambda m, A: m.linalg.eigh(A, "U", m.cpu),
+    "svd_positional_stream": lambda m, A: m.linalg.svd(A, True, m.cpu),
+    "solve_tri_positional_upper": lambda m, A: m.linalg.solve_triangular(A, A, True,
+                                                                         stream=m.cpu),
+    "norm_five_positional": lambda m, A: m.linalg.norm(A, 2, None, False, m.cpu),
+    # the whole call's types, keywords included
+    "inv_list": lambda m, A: m.linalg.inv([[1.0, 0.0], [0.0, 1.0]], stream=m.cpu),
+    "inv_numpy": lambda m, A: m.linalg.inv(np.eye(2), stream=m.cpu),
+    "inv_stream_str": lambda m, A: m.linalg.inv(A, stream="cpu"),
+    "norm_stream_str": lambda m, A: m.linalg.norm(A, stream="cpu"),
+}
+
+
+@pytest.mark.parametrize("case", list(ARGUMENT_MISTAKES))
+def test_argument_mistakes_raise_nanobinds_text(case):
+    call = ARGUMENT_MISTAKES[case]
+    with pytest.raises(TypeError) as theirs:
+        call(mlx, mlx.eye(2))
+    with pytest.raises(TypeError) as ours:
+        call(mx, mx.eye(2))
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_accepted_argument_kinds_match_mlx():
+    A = mx.eye(2)
+    assert mx.linalg.norm(A, ord=True).item() == 1.0  # a bool ord is the int 1
+    assert mx.linalg.norm(A, ord=np.int64(1), axis=np.int64(0)).shape == (2,)
+    assert mx.linalg.qr(A, stream=0)[0].shape == (2, 2)  # nanobind's int -> DeviceType.cpu
+    assert mx.linalg.cross(mx.ones(3), mx.ones(3), axis=np.int64(0)).shape == (3,)
+    # the *_extra that collects mistaken positional arguments stays out of the signature
+    import inspect
+    assert str(inspect.signature(mx.linalg.qr)) == "(a: 'array', *, stream: 'Any' = None) -> " \
+        "'tuple[array, array]'"
+
+
 # ---------------------------------------------------------------------------------- cross
 
 @pytest.mark.parametrize("sa,sb,axis", [((3,), (3,), -1), ((2,), (3,), -1), ((3,), (2,), 0),

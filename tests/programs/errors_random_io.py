@@ -2,6 +2,7 @@
 need a shape) and with mx.save/mx.load (unknown extensions, missing files, wrong formats,
 unsupported dtypes and metadata), with the exceptions MLX raises for them."""
 # compare: text
+# gpu-differs: mvn_gpu
 import os
 import tempfile
 
