@@ -449,3 +449,28 @@ def test_signature_and_all():
     assert sorted(mx.linalg.__all__) == sorted(n for n in dir(mlx.linalg) if not n.startswith("_"))
     with pytest.raises(TypeError, match="incompatible function arguments"):
         mx.linalg.inv(np.eye(3), stream=mx.cpu)
+
+
+@pytest.mark.parametrize("name", ["inv", "cholesky", "svd", "qr", "eigvalsh", "eigvals",
+                                  "lu_factor", "tri_inv"])
+@pytest.mark.parametrize("mode", ["grad", "jvp"])
+def test_underivable_factorizations_name_mlxs_primitive(name, mode):
+    def run(m):
+        S = m.array([[2.0, 0.5], [0.5, 1.0]])
+        first = (lambda r: r[0] if isinstance(r, (tuple, list)) else r)
+        fn = (lambda x: first(getattr(m.linalg, name)(x, compute_uv=False, stream=m.cpu))) \
+            if name == "svd" else (lambda x: first(getattr(m.linalg, name)(x, stream=m.cpu)))
+        if mode == "grad":
+            return m.grad(lambda x: m.abs(fn(x)).sum())(S)
+        return m.jvp(fn, [S], [m.ones((2, 2))])
+
+    with pytest.raises(ValueError) as theirs:
+        run(mlx)
+    with pytest.raises(ValueError) as ours:
+        run(mx)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_dir_lists_mlxs_public_names():
+    for sub in ("linalg", "random", "fft"):
+        assert dir(getattr(mx, sub)) == dir(getattr(mlx, sub)), sub

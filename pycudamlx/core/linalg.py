@@ -661,6 +661,12 @@ def _hide_extra() -> None:
 _hide_extra()
 
 
+def __dir__() -> list[str]:
+    # dir(mx.linalg) as MLX shows it: MLX lists only the public functions, not our helpers
+    return [n for n in ("__doc__", "__loader__", "__name__", "__package__", "__spec__")
+            if n in globals()] + sorted(__all__)
+
+
 def __getattr__(name: str):
     # a missing name reads as in MLX (programs print it): module 'mlx.core.linalg', not our module path
     raise AttributeError(f"module 'mlx.core.linalg' has no attribute {name!r}")

@@ -550,6 +550,13 @@ def multivariate_normal(mean: array, cov: array, shape: Sequence[int] = (),
     return add(mean, scaled, stream=s)
 
 
+def __dir__() -> list[str]:
+    # dir(mx.random) as MLX shows it: MLX lists its samplers and _RandomState (state is reached, not listed), not our helpers
+    return [n for n in ("__doc__", "__loader__", "__name__", "__package__", "__spec__",
+                        "__getattr__") if n in globals()] + sorted(
+        [n for n in __all__ if n != "state"] + ["_RandomState"])
+
+
 def __getattr__(name: str):
     # a missing name reads as in MLX (programs print it): Module 'random', not our module path
     raise AttributeError(f"Module 'random' has no attribute {name!r}")

@@ -131,6 +131,22 @@ CASES = {
 for label, fn in CASES.items():
     check(label, fn)
 
+# factorizations without derivatives: MLX names its primitive
+S2 = A @ A.T + mx.eye(2)
+for name, fn in [("inv", lambda x: mx.linalg.inv(x, stream=mx.cpu)),
+                 ("cholesky", lambda x: mx.linalg.cholesky(x, stream=mx.cpu)),
+                 ("svd", lambda x: mx.linalg.svd(x, compute_uv=False, stream=mx.cpu)),
+                 ("qr", lambda x: mx.linalg.qr(x, stream=mx.cpu)[0]),
+                 ("eigvalsh", lambda x: mx.linalg.eigvalsh(x, stream=mx.cpu)),
+                 ("eigvals", lambda x: mx.linalg.eigvals(x, stream=mx.cpu)),
+                 ("lu_factor", lambda x: mx.linalg.lu_factor(x, stream=mx.cpu)[0]),
+                 ("det", lambda x: mx.linalg.det(x, stream=mx.cpu)),
+                 ("norm_nuc", lambda x: mx.linalg.norm(x, "nuc", stream=mx.cpu))]:
+    check(f"grad_{name}", lambda: mx.grad(lambda x: mx.abs(fn(x)).sum())(S2))
+    check(f"jvp_{name}", lambda: mx.jvp(fn, [S2], [mx.ones((2, 2))])[1])
+check("vjp_solve", lambda: mx.vjp(lambda x: mx.linalg.solve(x, mx.ones(2), stream=mx.cpu), [S2], [mx.ones(2)])[1])
+print("dir", dir(mx.linalg)[5:9], len(dir(mx.linalg)), len([n for n in dir(mx.random) if not n.startswith("__")]))
+
 # a GPU stream on the CPU build is refused at the first op
 for name, fn in [("gpu_inv", lambda: mx.linalg.inv(A, stream=mx.gpu)),
                  ("gpu_norm_fro", lambda: mx.linalg.norm(A, stream=mx.gpu))]:

@@ -33,6 +33,7 @@ class QRF(Primitive):
 
     __slots__ = ()
     name = "qr"
+    mlx_name = "QRF"  # MLX has no vjp/jvp for it either: its error names this
 
     def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
         return _batched(lambda a: np.linalg.qr(a, mode="reduced"), _work(inputs[0]), 2, outs)
@@ -43,6 +44,7 @@ class SVD(Primitive):
 
     __slots__ = ("compute_uv",)
     name = "svd"
+    mlx_name = "SVD"  # MLX has no vjp/jvp for it either: its error names this
 
     def __init__(self, compute_uv: bool) -> None:
         self.compute_uv = compute_uv
@@ -67,6 +69,7 @@ class Inverse(Primitive):
 
     __slots__ = ("tri", "upper")
     name = "inverse"
+    mlx_name = "Inverse"  # MLX has no vjp/jvp for it either: its error names this
 
     def __init__(self, tri: bool, upper: bool) -> None:
         self.tri = tri
@@ -120,6 +123,7 @@ class Cholesky(Primitive):
 
     __slots__ = ("upper",)
     name = "cholesky"
+    mlx_name = "Cholesky"  # MLX has no vjp/jvp for it either: its error names this
 
     def __init__(self, upper: bool) -> None:
         self.upper = upper
@@ -162,6 +166,7 @@ class Eigh(Primitive):
 
     __slots__ = ("uplo", "vectors")
     name = "eigh"
+    mlx_name = "Eigh"  # MLX has no vjp/jvp for it either: its error names this
 
     def __init__(self, uplo: str, vectors: bool) -> None:
         self.uplo = uplo
@@ -182,6 +187,7 @@ class Eig(Primitive):
 
     __slots__ = ("vectors",)
     name = "eig"
+    mlx_name = "Eig"  # MLX has no vjp/jvp for it either: its error names this
 
     def __init__(self, vectors: bool) -> None:
         self.vectors = vectors
@@ -233,6 +239,7 @@ class LUF(Primitive):
 
     __slots__ = ()
     name = "lu_factor"
+    mlx_name = "LUF"  # MLX has no vjp/jvp for it either: its error names this
 
     def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
         lu, piv, rows = lu_factor_numpy(_work(inputs[0]))
