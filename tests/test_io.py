@@ -420,6 +420,13 @@ def test_gguf_errors(mlx, tmp_path):
          None),
         (lambda m: m.save_safetensors(str(tmp_path / "x"), {"a": m.ones(2), 2: m.ones(1)}),
          RuntimeError, None),
+        # GGUF reads and writes paths only
+        (lambda m: m.save_gguf(io.BytesIO(), {"a": m.ones(2)}), ValueError,
+         r"^\[save_gguf\] Input must be a string$"),
+        (lambda m: m.load(open(tmp_path / "bad.gguf", "rb")), ValueError,
+         r"^\[load_gguf\] Input must be a string$"),
+        (lambda m: m.load(io.BytesIO(b"GGUF"), format="gguf"), ValueError,
+         r"^\[load_gguf\] Input must be a string$"),
         (lambda m: m.save_gguf(str(tmp_path / "x"), [m.ones(2)]), TypeError,
          r"save_gguf\(\): incompatible function arguments(.|\n)*Invoked with types: str, list$"),
     ]

@@ -379,6 +379,8 @@ def save_gguf(file: FileLike, arrays: dict[str, array],
             "supported:\n    1. save_gguf(file: file | str | pathlib.Path, arrays: dict[str, "
             "array], metadata: dict[str, array | str | list[str]])\n\nInvoked with types: "
             + types)
+    if not _is_path(file):  # MLX's GGUF writer takes a path only (no file objects)
+        raise ValueError("[save_gguf] Input must be a string")
     metadata = metadata or {}
     _check_str_keys(arrays, "save_gguf")
     _check_str_keys(metadata, "save_gguf")
@@ -610,6 +612,8 @@ def load(file: FileLike, /, format: str | None = None, return_metadata: bool = F
         raise ValueError(f"[load] Unknown file format {format}")
     if return_metadata and format not in ("safetensors", "gguf"):
         raise ValueError(f"[load] metadata not supported for format {format}")
+    if format == "gguf" and not is_path:  # MLX's GGUF reader opens paths only
+        raise ValueError("[load_gguf] Input must be a string")
     if is_path and format == "gguf" and not os.path.isfile(name):
         raise ValueError(f"[load_gguf] Failed to open {name}")
     if is_path:
