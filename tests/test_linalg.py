@@ -474,3 +474,53 @@ def test_underivable_factorizations_name_mlxs_primitive(name, mode):
 def test_dir_lists_mlxs_public_names():
     for sub in ("linalg", "random", "fft"):
         assert dir(getattr(mx, sub)) == dir(getattr(mlx, sub)), sub
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.linalg.inv(m.zeros((0, 0)), stream=m.cpu),
+    lambda m: m.linalg.inv(m.zeros((2, 0, 0)), stream=m.cpu),
+    lambda m: m.linalg.tri_inv(m.zeros((0, 0)), stream=m.cpu),
+    lambda m: m.linalg.cholesky_inv(m.zeros((0, 0)), stream=m.cpu),
+    lambda m: m.linalg.solve(m.zeros((0, 0)), m.zeros((0,)), stream=m.cpu),
+    lambda m: m.linalg.solve_triangular(m.zeros((0, 0)), m.zeros((0,)), stream=m.cpu),
+    lambda m: m.linalg.lu(m.zeros((2, 0)), stream=m.cpu),
+    lambda m: m.linalg.lu_factor(m.zeros((0, 3)), stream=m.cpu),
+])
+def test_empty_matrices_that_crash_mlx_are_refused(call):
+    # MLX 0.32.4 dies with SIGFPE here (probed in a subprocess); we raise instead
+    with pytest.raises(ValueError, match="empty .* matrix; MLX 0.32.4 crashes"):
+        mx.eval(call(mx))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.linalg.pinv(m.zeros((0, 3)), stream=m.cpu),
+    lambda m: m.linalg.pinv(m.zeros((2, 3, 0)), stream=m.cpu),
+    lambda m: m.linalg.pinv(m.zeros((0, 2, 3)), stream=m.cpu),
+    lambda m: m.linalg.det(m.zeros((2, 0, 0)), stream=m.cpu),
+    lambda m: m.linalg.slogdet(m.zeros((0, 0)), stream=m.cpu)[1],
+    lambda m: m.linalg.lu_factor(m.zeros((0, 2, 2)), stream=m.cpu)[0],
+    lambda m: m.linalg.solve(m.zeros((0, 2, 2)), m.zeros((0, 2, 1)), stream=m.cpu),
+    lambda m: m.linalg.cholesky(m.zeros((0, 0)), stream=m.cpu),
+    lambda m: m.linalg.svd(m.array([[float("inf"), 1.0], [0.0, 1.0]]), compute_uv=False,
+                           stream=m.cpu),
+])
+def test_empty_and_nonfinite_inputs_match_mlx(call):
+    ours, theirs = call(mx), call(mlx)
+    assert ours.shape == tuple(theirs.shape) and _dname(ours) == _dname(theirs)
+    np.testing.assert_array_equal(_np(ours), _np(theirs))
+
+
+def test_svd_of_nan_is_mlxs_runtime_error():
+    for m in (mx, mlx):
+        x = m.array([[float("nan"), 1.0], [0.0, 1.0]])
+        for f in (lambda: m.linalg.svd(x, stream=m.cpu), lambda: m.linalg.pinv(x, stream=m.cpu),
+                  lambda: m.linalg.norm(x, 2, stream=m.cpu)):
+            with pytest.raises(RuntimeError, match=r"^\[SVD::eval_cpu\] SVD failed with error "
+                                                   r"code -4$"):
+                m.eval(f())
+
+
+def test_eig_of_nonfinite_input_is_nan_not_numpys_error():
+    w, v = mx.linalg.eig(mx.array([[float("nan"), 1.0], [0.0, 1.0]]), stream=mx.cpu)
+    assert w.dtype == mx.complex64 and v.shape == (2, 2)
+    assert np.isnan(_np(w)).all() and np.isnan(_np(v)).all()

@@ -110,6 +110,15 @@ def _check_ndim(a: array, prefix: str, what: str = "Arrays must have") -> None:
                          "dimensions.")
 
 
+def _refuse_empty_matrix(a: array, prefix: str) -> None:
+    """MLX 0.32.4 dies (SIGFPE) inverting or LU-factoring a matrix with a zero dimension (an
+    empty batch of real matrices is fine): a clear error instead."""
+    m, n = a.shape[-2:]
+    if m == 0 or n == 0:
+        raise ValueError(f"{prefix} Received an empty {m}x{n} matrix; MLX 0.32.4 crashes on "
+                         "it (floating point exception), so it is refused.")
+
+
 def _at_least_float(d: dt.Dtype) -> dt.Dtype:
     return d if dt.issubdtype(d, dt.inexact) else dt.promote_types(d, dt.float32)
 
@@ -298,6 +307,7 @@ def _inv_impl(a: array, tri: bool, upper: bool, s: dev.Stream) -> array:
     _check_ndim(a, "[linalg::inv]")
     if a.shape[-1] != a.shape[-2]:
         raise ValueError("[linalg::inv] Inverses are only defined for square matrices.")
+    _refuse_empty_matrix(a, "[linalg::inv]")
     return make(P.Inverse(tri, upper), (a,), a.shape, a.dtype, s)
 
 
@@ -336,6 +346,8 @@ def pinv(a: array, *_extra: Any, stream: Any = None) -> array:
     _check_float(a.dtype, "[linalg::pinv]")
     _check_ndim(a, "[linalg::pinv]")
     m, n = a.shape[-2:]
+    if a.size == 0:  # MLX: the (..., n, m) zeros, no SVD (whose max(S) would be empty)
+        return C.zeros(a.shape[:-2] + (n, m), a.dtype, stream=s)
     k = min(m, n)
     U, Sv, V = svd(a, True, stream=s)
     nd = a.ndim
@@ -362,6 +374,7 @@ def cholesky_inv(a: array, upper: bool = False, *_extra: Any, stream: Any = None
     if a.shape[-1] != a.shape[-2]:
         raise ValueError("[linalg::cholesky_inv] Cholesky inverse is only defined for square "
                          "matrices.")
+    _refuse_empty_matrix(a, "[linalg::cholesky_inv]")
     from .matmul import matmul
 
     L_inv = _inv_impl(a, True, bool(upper), s)
@@ -480,6 +493,7 @@ def _validate_lu(a: array, s: dev.Stream, fname: str) -> None:
     _check_cpu_stream(s, fname)
     _check_float(a.dtype, fname)
     _check_ndim(a, fname)
+    _refuse_empty_matrix(a, fname)
 
 
 def _lu_helper(a: array, s: dev.Stream) -> list[array]:
@@ -537,6 +551,7 @@ def _validate_solve(a: array, b: array, s: dev.Stream, fname: str) -> None:
     if out is not dt.float32 and out is not dt.float64:
         raise ValueError(f"{fname} Input arrays must promote to float32 or float64.  Received "
                          f"arrays with type {a.dtype.name} and {b.dtype.name}.")
+    _refuse_empty_matrix(a, fname)
 
 
 def solve(a: array, b: array, *_extra: Any, stream: Any = None) -> array:

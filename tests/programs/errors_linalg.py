@@ -110,6 +110,18 @@ CASES = {
     "cross_axis": lambda: mx.linalg.cross(mx.ones((3, 2)), mx.ones((3, 2)), axis=-1),
     "cross_axis_oob": lambda: mx.linalg.cross(mx.ones((3,)), mx.ones((3,)), axis=1),
     "cross_bool": lambda: mx.linalg.cross(mx.array([True, False, True]), mx.array([False, True, True])),
+    # empty and non-finite inputs
+    "svd_nan": lambda: mx.linalg.svd(mx.array([[float("nan"), 1.0], [0.0, 1.0]]), stream=mx.cpu),
+    "norm2_nan": lambda: mx.linalg.norm(mx.array([[float("nan"), 1.0], [0.0, 1.0]]), 2, stream=mx.cpu),
+    "svd_inf": lambda: mx.linalg.svd(mx.array([[float("inf"), 1.0], [0.0, 1.0]]), compute_uv=False, stream=mx.cpu),
+    "pinv_empty": lambda: mx.linalg.pinv(mx.zeros((2, 3, 0)), stream=mx.cpu),
+    "det_empty": lambda: mx.linalg.det(mx.zeros((0, 0)), stream=mx.cpu),
+    "slogdet_empty": lambda: mx.linalg.slogdet(mx.zeros((2, 0, 0)), stream=mx.cpu),
+    "cholesky_empty": lambda: mx.linalg.cholesky(mx.zeros((0, 0)), stream=mx.cpu),
+    "qr_empty": lambda: mx.linalg.qr(mx.zeros((0, 3)), stream=mx.cpu),
+    "eigh_empty": lambda: mx.linalg.eigh(mx.zeros((0, 0)), stream=mx.cpu),
+    "inv_empty_batch": lambda: mx.linalg.inv(mx.zeros((0, 2, 2)), stream=mx.cpu),
+    "solve_singular_batch": lambda: mx.linalg.inv(mx.stack([mx.eye(2), mx.zeros((2, 2))]), stream=mx.cpu),
     # wrong argument kinds
     "inv_list": lambda: mx.linalg.inv([[1.0, 0.0], [0.0, 1.0]], stream=mx.cpu),
     "norm_list": lambda: mx.linalg.norm([3.0, 4.0]),

@@ -58,10 +58,30 @@ class SVD(Primitive):
                 u = np.broadcast_to(np.eye(m, dtype=x.dtype), lead + (m, m)).copy()
                 v = np.broadcast_to(np.eye(n, dtype=x.dtype), lead + (n, n)).copy()
                 return [u, np.zeros(outs[1][0]), v]
-            return list(np.linalg.svd(x, full_matrices=True, compute_uv=True))
+            return _lapack_svd(x, True)
         if x.size == 0:
             return [np.zeros(outs[0][0])]
+        return _lapack_svd(x, False)
+
+
+def _lapack_svd(x: np.ndarray, compute_uv: bool) -> list[np.ndarray]:
+    """numpy's SVD with MLX's (LAPACK gesdd's) answers for non-finite input: a NaN is refused
+    with error code -4; an inf (no NaN) gives NaN factors."""
+    if np.isnan(x).any():
+        raise RuntimeError("[SVD::eval_cpu] SVD failed with error code -4")
+    if not np.isfinite(x).all():
+        m, n = x.shape[-2:]
+        lead = x.shape[:-2]
+        s = np.full(lead + (min(m, n),), np.nan, x.real.dtype)
+        if not compute_uv:
+            return [s]
+        return [np.full(lead + (m, m), np.nan, x.dtype), s, np.full(lead + (n, n), np.nan, x.dtype)]
+    try:
+        if compute_uv:
+            return list(np.linalg.svd(x, full_matrices=True, compute_uv=True))
         return [np.linalg.svd(x, compute_uv=False)]
+    except np.linalg.LinAlgError:  # no convergence: gesdd's info > 0
+        raise RuntimeError("[SVD::eval_cpu] SVD failed with error code 1") from None
 
 
 class Inverse(Primitive):
@@ -196,6 +216,9 @@ class Eig(Primitive):
         x = _work(inputs[0])
         if x.size == 0:
             return [np.zeros(s, np.complex64) for s, _ in outs]
+        if not np.isfinite(x).all():
+            # numpy refuses; MLX's geev returns NaNs (or aborts the process): NaN outputs
+            return [np.full(s, np.nan + 0j, np.complex128) for s, _ in outs]
         if self.vectors:
             w, v = np.linalg.eig(x)
             return [w.astype(np.complex128), v.astype(np.complex128)]
