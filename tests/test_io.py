@@ -505,3 +505,52 @@ def test_save_errors_match_mlx(mlx, tmp_path):
                 call(m)
             errors.append((type(info.value), str(info.value)))
         assert errors[0] == errors[1]
+
+
+def _raw_safetensors(path, header, data=b""):
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+
+
+def test_safetensors_reader_edge_cases_match_mlx(mlx, tmp_path):
+    f32 = {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}
+    files = {
+        "f8": ({"a": {"dtype": "F8_E4M3", "shape": [2], "data_offsets": [0, 2]}}, b"\x00\x01"),
+        "bad_dtype": ({"a": {"dtype": "XX", "shape": [2], "data_offsets": [0, 2]}}, b"\x00\x01"),
+        "f64": ({"a": {"dtype": "F64", "shape": [], "data_offsets": [0, 8]}}, b"\x00" * 8),
+        "short": ({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}, b"\x00" * 8),
+        "meta_int": ({"__metadata__": {"k": 1}, "a": f32}, b"\x00" * 4),
+        "meta_null": ({"__metadata__": {"k": None}, "a": f32}, b"\x00" * 4),
+        "meta_list": ({"__metadata__": {"k": ["x"]}, "a": f32}, b"\x00" * 4),
+    }
+    for name, (header, data) in files.items():
+        path = tmp_path / f"{name}.safetensors"
+        _raw_safetensors(path, header, data)
+        try:
+            theirs = mlx.load(str(path))
+        except Exception as e:  # noqa: BLE001 - compared below
+            with pytest.raises(type(e)) as ours:
+                mx.load(str(path))
+            assert str(ours.value) == str(e), name
+            continue
+        ours = mx.load(str(path))
+        assert {k: (str(v.dtype), v.tolist()) for k, v in ours.items()} == \
+            {k: (str(v.dtype), v.tolist()) for k, v in theirs.items()}, name
+
+
+def test_float64_safetensors_are_refused_as_in_mlx(mlx, tmp_path):
+    for m, stem in ((mx, "ours"), (mlx, "theirs")):
+        with pytest.raises(RuntimeError, match=r"^\[save_safetensors\] received invalid dtype\.$"):
+            m.save_safetensors(str(tmp_path / stem), {"a": m.ones(2, dtype=m.float64)})
+        assert (tmp_path / f"{stem}.safetensors").stat().st_size == 0
+
+
+def test_npy_unsupported_descr_quotes_three_characters(mlx, tmp_path):
+    np.save(tmp_path / "obj.npy", np.array([1, "x"], dtype=object), allow_pickle=True)
+    np.save(tmp_path / "str.npy", np.array(["ab"]))
+    for name in ("obj.npy", "str.npy"):
+        with pytest.raises(ValueError) as theirs:
+            mlx.load(str(tmp_path / name))
+        with pytest.raises(ValueError) as ours:
+            mx.load(str(tmp_path / name))
+        assert str(ours.value) == str(theirs.value)

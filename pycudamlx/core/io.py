@@ -48,6 +48,11 @@ _ST_NAME = {
     "bfloat16": "BF16", "float32": "F32", "float64": "F64", "complex64": "C64",
 }
 _ST_READ = {v: getattr(dt, "bool_" if k == "bool" else k) for k, v in _ST_NAME.items()}
+# MLX 0.32.4 neither writes nor reads float64 safetensors; float8 tensors load as raw uint8
+del _ST_READ["F64"]
+_ST_READ.update({"F8_E4M3": dt.uint8, "F8_E5M2": dt.uint8})
+_JSON_KIND = {bool: "boolean", int: "number", float: "number", type(None): "null", list: "array",
+              dict: "object"}
 
 
 def _type_name(a: Any) -> str:
@@ -155,7 +160,9 @@ def _parse_npy(data: bytes, name: str) -> np.ndarray:
     order, code = (descr[0], descr[1:]) if descr[0] in "<>|=" else ("=", descr)
     dtype = _NPY_READ.get(code)
     if dtype is None:
-        raise ValueError(f"[from_str] Unsupported array protocol type-string: {descr[:3]}")
+        # MLX quotes the header's first three characters after the quote ('|O' -> |O')
+        raise ValueError("[from_str] Unsupported array protocol type-string: "
+                         f"{(descr + chr(39))[:3]}")
     count = 1
     for d in shape:
         count *= d
@@ -264,6 +271,9 @@ def save_safetensors(file: FileLike, arrays: dict[str, array],
         if not isinstance(a, array):
             raise RuntimeError(f"[save_safetensors] Value of '{k}' must be an mx.array, got "
                                f"{_type_name(a)} (MLX raises std::bad_cast here)")
+        if a._dtype is dt.float64:  # MLX 0.32.4 has no F64 safetensors; it leaves an empty file
+            _write(file, ".safetensors", b"", "save_safetensors")
+            raise RuntimeError("[save_safetensors] received invalid dtype.")
         data = np.ascontiguousarray(_host(a)).tobytes()
         header[k] = {"data_offsets": [offset, offset + len(data)],
                      "dtype": _ST_NAME[a._dtype.name], "shape": list(a._shape)}
@@ -293,19 +303,26 @@ def _load_safetensors(data: bytes, name: str) -> tuple[dict[str, array], dict[st
     for k, info in header.items():
         dtype = _ST_READ.get(info.get("dtype"))
         if dtype is None:
-            raise ValueError(f"[safetensor] Unsupported dtype {info.get('dtype')}")
+            raise RuntimeError(f"[safetensor] unsupported dtype {info.get('dtype')}")
         shape = tuple(int(d) for d in info["shape"])
         begin, end = (int(v) for v in info["data_offsets"])
         count = 1
         for d in shape:
             count *= d
-        if end - begin != count * dtype.size or base + end > len(data):
+        if base + end > len(data):
+            raise RuntimeError(f"[load_safetensors] Tensor '{k}' invalid data offsets ({begin}, "
+                               f"{end}) exceeding the size of the file. Perhaps an incomplete "
+                               "download or corrupt file?")
+        if end - begin != count * dtype.size:
             raise RuntimeError(f"[load_safetensors] Invalid data offsets for '{k}' in file "
                                f"{name}")
         host = np.frombuffer(data, dtype.np_dtype, count, base + begin).reshape(shape)
         out[k] = _to_array(host.copy())
+    for v in meta.values():  # MLX reads each value as a JSON string
+        if not isinstance(v, str):
+            raise RuntimeError("[json.exception.type_error.302] type must be string, but is "
+                               f"{_JSON_KIND.get(type(v), 'object')}")
     # MLX parses the header into a sorted map, then fills its unordered maps from it.
-    meta = {str(k): str(v) for k, v in meta.items()}
     return ({k: out[k] for k in map_order(sorted(out))},
             {k: meta[k] for k in map_order(sorted(meta))})
 

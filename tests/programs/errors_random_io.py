@@ -3,8 +3,11 @@ need a shape) and with mx.save/mx.load (unknown extensions, missing files, wrong
 unsupported dtypes and metadata), with the exceptions MLX raises for them."""
 # compare: text
 # gpu-differs: mvn_gpu
+import io
 import os
 import tempfile
+
+import numpy as np
 
 import mlx.core as mx
 
@@ -14,7 +17,7 @@ def check(label, fn):
         out = fn()
         outs = out if isinstance(out, (tuple, list)) else [out]
         mx.eval(*[o for o in outs if isinstance(o, mx.array)])
-        desc = ", ".join(f"{o.shape} {o.dtype}" for o in outs if isinstance(o, mx.array))
+        desc = ", ".join(f"{o.shape} {o.dtype}" if isinstance(o, mx.array) else repr(o) for o in outs if o is not None)
         print(f"{label}: ok {desc}")
     except Exception as e:  # noqa: BLE001 - the point is to print what MLX raises
         msg = str(e).replace(tmp, "<tmp>")
@@ -92,6 +95,14 @@ CASES = {
     "st_not_dict": lambda: mx.save_safetensors(p("s"), [mx.ones(2)]),
     "st_meta_int": lambda: mx.save_safetensors(p("s"), {"a": mx.ones(2)}, metadata={"n": 1}),
     "st_bad_ext": lambda: mx.save_safetensors(p("s.bin"), {"a": mx.ones(2)}),
+    "st_f64": lambda: mx.save_safetensors(p("f64"), {"a": mx.ones(2), "b": mx.ones(2, dtype=mx.float64)}),
+    "st_f64_size": lambda: os.path.getsize(p("f64.safetensors")),
+    "npy_strings": lambda: mx.load(p("strings.npy")),
+    "npy_objects": lambda: mx.load(p("objects.npy")),
+    "npy_complex128": lambda: mx.load(p("c128.npy")),
+    "npy_big_endian": lambda: mx.load(p("big.npy")),
+    "gguf_buffer": lambda: mx.save_gguf(io.BytesIO(), {"a": mx.ones(2)}),
+    "gguf_handle": lambda: mx.load(open(p("ok.gguf"), "rb")),
     "gguf_bf16": lambda: mx.save_gguf(p("g"), {"a": mx.ones(2, dtype=mx.bfloat16)}),
     "gguf_u8": lambda: mx.save_gguf(p("g"), {"a": mx.ones(2, dtype=mx.uint8)}),
     "gguf_meta_2d": lambda: mx.save_gguf(p("g"), {"a": mx.ones(2)}, {"m": mx.ones((2, 2))}),
@@ -100,6 +111,11 @@ CASES = {
 }
 mx.save(p("ok.npy"), mx.ones(2))
 mx.savez(p("ok.npz"), a=mx.ones(2))
+np.save(p("strings.npy"), np.array(["a", "bc"]))
+np.save(p("objects.npy"), np.array([1, "x"], dtype=object), allow_pickle=True)
+np.save(p("c128.npy"), np.array([1 + 2j]))
+np.save(p("big.npy"), np.arange(3, dtype=">i2"))
+mx.save_gguf(p("ok"), {"a": mx.ones(2)})
 with open(p("noext"), "wb") as f:
     f.write(b"\x93NUMPY")
 for label, fn in CASES.items():
