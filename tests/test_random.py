@@ -509,3 +509,12 @@ def test_wrong_shape_arguments_raise_nanobind_text(mx, text):
 
 def test_array_shape_is_a_sequence(mx):
     assert pm.random.normal(pm.array([2, 3])).shape == mx.random.normal(mx.array([2, 3])).shape
+
+
+def test_split_num_of_the_wrong_type_gets_nanobinds_text():
+    mlx = pytest.importorskip("mlx.core")
+    with pytest.raises(TypeError) as theirs:
+        mlx.random.split(mlx.random.key(1), 2.0)
+    with pytest.raises(TypeError) as ours:
+        pm.random.split(pm.random.key(1), 2.0)
+    assert str(ours.value) == str(theirs.value)

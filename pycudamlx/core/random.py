@@ -160,7 +160,14 @@ def _bits(shape: Sequence[int], width: int, k: Any, s: dev.Stream) -> array:
 def split(key: array, num: int = 2, stream: Any = None) -> array:  # noqa: F811
     """Split a PRNG key into ``num`` sub keys: a (num, 2) uint32 array."""
     s = dev.resolve_stream(stream)
-    return _bits((operator.index(num), 2), 4, _check_key(key), s)
+    try:
+        n = operator.index(num)
+    except TypeError:
+        from ._nanobind import _RANDOM_SPLIT
+
+        raise argument_error("split", f"split(): num must be an int, not "
+                                      f"{type(num).__name__}", _RANDOM_SPLIT) from None
+    return _bits((n, 2), 4, _check_key(key), s)
 
 
 # ------------------------------------------------------------------------------------------------
