@@ -524,3 +524,22 @@ def test_eig_of_nonfinite_input_is_nan_not_numpys_error():
     w, v = mx.linalg.eig(mx.array([[float("nan"), 1.0], [0.0, 1.0]]), stream=mx.cpu)
     assert w.dtype == mx.complex64 and v.shape == (2, 2)
     assert np.isnan(_np(w)).all() and np.isnan(_np(v)).all()
+
+
+def _norm_outcome(m, x, ord, axis, keepdims):
+    try:
+        r = m.linalg.norm(m.array(x), ord=ord, axis=axis, keepdims=keepdims, stream=m.cpu)
+        return (tuple(r.shape), str(r.dtype).split(".")[-1], np.round(np.array(r), 3).tolist())
+    except Exception as e:  # noqa: BLE001 - the outcome is compared
+        return (type(e).__name__, str(e))
+
+
+@pytest.mark.parametrize("shape", [(), (5,), (2, 3, 4), (2, 0)])
+def test_norm_outcomes_over_ord_axis_grid_match_mlx(shape):
+    # bad axes are reported by the ops a norm is built of (sum, moveaxis), after the ord checks
+    x = RNG.standard_normal(shape).astype(np.float32)
+    for ord in [None, 0, 1, -1, 2, 3, math.inf, -math.inf, "fro", "nuc"]:
+        for axis in [None, -1, (0, 1), (-2, -1), (1, 0), (0, 0), [0], 5]:
+            for keepdims in (False, True):
+                assert _norm_outcome(mx, x, ord, axis, keepdims) == \
+                    _norm_outcome(mlx, x, ord, axis, keepdims), (shape, ord, axis, keepdims)
