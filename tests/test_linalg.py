@@ -543,3 +543,28 @@ def test_norm_outcomes_over_ord_axis_grid_match_mlx(shape):
             for keepdims in (False, True):
                 assert _norm_outcome(mx, x, ord, axis, keepdims) == \
                     _norm_outcome(mlx, x, ord, axis, keepdims), (shape, ord, axis, keepdims)
+
+
+def test_factor_signs_and_eigenvalue_order_follow_mlxs_lapack_call():
+    # MLX hands row-major data to LAPACK, which factors the transpose: singular/eigen vector
+    # signs and geev's eigenvalue order follow from that (numpy on A itself agrees ~10-50%)
+    rng = np.random.default_rng(5)
+    agree = {"svd": 0, "eigh": 0, "eigvals": 0}
+    n_cases = 24
+    for i in range(n_cases):
+        n = 3 + i % 4
+        x = rng.standard_normal((n, n + i % 3 - 1)).astype(np.float32)
+        sq = rng.standard_normal((n, n)).astype(np.float32)
+        spd = sq @ sq.T + np.eye(n, dtype=np.float32)
+        ours = [_np(t) for t in mx.linalg.svd(mx.array(x), stream=mx.cpu)]
+        theirs = [_np(t) for t in mlx.linalg.svd(mlx.array(x), stream=mlx.cpu)]
+        k = min(x.shape)
+        agree["svd"] += bool(np.allclose(ours[0][:, :k], theirs[0][:, :k], atol=1e-3)
+                             and np.allclose(ours[2][:k], theirs[2][:k], atol=1e-3))
+        agree["eigh"] += bool(np.allclose(_np(mx.linalg.eigh(mx.array(spd), stream=mx.cpu)[1]),
+                                          _np(mlx.linalg.eigh(mlx.array(spd), stream=mlx.cpu)[1]),
+                                          atol=1e-3))
+        agree["eigvals"] += bool(np.allclose(_np(mx.linalg.eigvals(mx.array(sq), stream=mx.cpu)),
+                                             _np(mlx.linalg.eigvals(mlx.array(sq),
+                                                                   stream=mlx.cpu)), atol=1e-3))
+    assert all(v >= 0.75 * n_cases for v in agree.values()), agree

@@ -58,7 +58,10 @@ class SVD(Primitive):
                 u = np.broadcast_to(np.eye(m, dtype=x.dtype), lead + (m, m)).copy()
                 v = np.broadcast_to(np.eye(n, dtype=x.dtype), lead + (n, n)).copy()
                 return [u, np.zeros(outs[1][0]), v]
-            return _lapack_svd(x, True)
+            # MLX's LAPACK call sees the transpose A^T = V S U^T: factor that, so the singular
+            # vectors carry the signs MLX gets (numpy on A itself flips most of them)
+            ut, sv, vt = _lapack_svd(np.swapaxes(x, -1, -2), True)
+            return [np.swapaxes(vt, -1, -2), sv, np.swapaxes(ut, -1, -2)]
         if x.size == 0:
             return [np.zeros(outs[0][0])]
         return _lapack_svd(x, False)
@@ -196,10 +199,17 @@ class Eigh(Primitive):
         x = _work(inputs[0])
         if x.size == 0:
             return [np.zeros(s) for s, _ in outs]
+        # MLX hands its row-major matrix to LAPACK, which reads the (conjugate) transpose: the
+        # same Hermitian matrix from the other triangle. Solving that one gives LAPACK's
+        # eigenvector signs as MLX gets them (numpy on ``x`` itself flips ~90% of them).
+        xt = np.swapaxes(x, -1, -2)
+        if np.iscomplexobj(xt):
+            xt = np.conj(xt)
+        uplo = "U" if self.uplo == "L" else "L"
         if self.vectors:
-            w, v = np.linalg.eigh(x, UPLO=self.uplo)
+            w, v = np.linalg.eigh(xt, UPLO=uplo)
             return [w, v]
-        return [np.linalg.eigvalsh(x, UPLO=self.uplo)]
+        return [np.linalg.eigvalsh(xt, UPLO=uplo)]
 
 
 class Eig(Primitive):
@@ -219,10 +229,30 @@ class Eig(Primitive):
         if not np.isfinite(x).all():
             # numpy refuses; MLX's geev returns NaNs (or aborts the process): NaN outputs
             return [np.full(s, np.nan + 0j, np.complex128) for s, _ in outs]
-        if self.vectors:
-            w, v = np.linalg.eig(x)
-            return [w.astype(np.complex128), v.astype(np.complex128)]
-        return [np.linalg.eigvals(x).astype(np.complex128)]
+        # MLX's LAPACK call sees the transpose: its eigenvalues come in geev's order for x^T
+        order = np.linalg.eigvals(np.swapaxes(x, -1, -2))
+        if not self.vectors:
+            return [order.astype(np.complex128)]
+        w, v = np.linalg.eig(x)
+        perm = _match_order(w, order)
+        w = np.take_along_axis(w, perm, -1)
+        v = np.take_along_axis(v, perm[..., None, :], -1)
+        return [w.astype(np.complex128), v.astype(np.complex128)]
+
+
+def _match_order(w: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Indices into ``w`` (..., n) putting its eigenvalues in ``target``'s order: each target
+    value takes the nearest unused one (equal values are interchangeable)."""
+    flat_w = w.reshape(-1, w.shape[-1])
+    flat_t = target.reshape(-1, w.shape[-1])
+    perm = np.empty(flat_w.shape, dtype=np.int64)
+    for b in range(flat_w.shape[0]):
+        free = list(range(flat_w.shape[1]))
+        for j, t in enumerate(flat_t[b]):
+            k = min(free, key=lambda i: abs(flat_w[b, i] - t))
+            perm[b, j] = k
+            free.remove(k)
+    return perm.reshape(w.shape)
 
 
 def lu_factor_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
