@@ -554,3 +554,14 @@ def test_npy_unsupported_descr_quotes_three_characters(mlx, tmp_path):
         with pytest.raises(ValueError) as ours:
             mx.load(str(tmp_path / name))
         assert str(ours.value) == str(theirs.value)
+
+
+def test_load_return_metadata_must_be_a_bool(mlx, tmp_path):
+    mx.save_safetensors(str(tmp_path / "c"), {"x": mx.ones(2)})
+    path = str(tmp_path / "c.safetensors")
+    for bad in (1, "yes", None):
+        with pytest.raises(TypeError) as theirs:
+            mlx.load(path, return_metadata=bad)
+        with pytest.raises(TypeError) as ours:
+            mx.load(path, return_metadata=bad)
+        assert str(ours.value) == str(theirs.value)

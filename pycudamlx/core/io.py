@@ -610,6 +610,11 @@ def load(file: FileLike, /, format: str | None = None, return_metadata: bool = F
          stream: Any = None) -> Any:
     """Load a ``.npy`` (one array), ``.npz`` or ``.safetensors`` (a dict) file, as MLX does;
     the format comes from the extension unless ``format`` names it."""
+    if return_metadata is not True and return_metadata is not False:
+        from ._nanobind import argument_error  # nanobind's bool takes only True/False
+
+        raise argument_error("load", "load(): incompatible function arguments: return_metadata "
+                                     f"must be a bool, not {type(return_metadata).__name__}")
     if stream is not None:
         from . import device as dev
 
