@@ -565,3 +565,19 @@ def test_load_return_metadata_must_be_a_bool(mlx, tmp_path):
         with pytest.raises(TypeError) as ours:
             mx.load(path, return_metadata=bad)
         assert str(ours.value) == str(theirs.value)
+
+
+def test_file_and_format_argument_errors_match_mlx(mlx, tmp_path):
+    cases = [
+        lambda m: m.load(123),
+        lambda m: m.load(str(tmp_path / "x.npy"), format=1),
+        lambda m: m.save(5, m.ones(2)),
+        lambda m: m.save(str(tmp_path / "x.npy"), np.ones(2)),
+        lambda m: m.save_safetensors(5, {"a": m.ones(2)}),
+    ]
+    for call in cases:
+        with pytest.raises(Exception) as theirs:
+            call(mlx)
+        with pytest.raises(type(theirs.value)) as ours:
+            call(mx)
+        assert str(ours.value) == str(theirs.value)

@@ -855,9 +855,10 @@ def argument_error(fn: str, fallback: str | TypeError, sig: str | None = None) -
 _RANDOM_SPLIT = "split(key: array, num: int = 2, stream: StreamOrDevice = None) -> array"
 
 
-def stream_argument_error(fallback: str) -> TypeError:
-    """nanobind's TypeError for a ``stream=`` of the wrong type (``stream="cpu"``), named after
-    the public function the user called; ``fallback`` where that cannot be read."""
+def outer_argument_error(fallback: str) -> TypeError:
+    """nanobind's TypeError for an argument of the wrong type found by a helper (a ``stream=``
+    of ``"cpu"``, a ``key=`` list), named after the public function the user called;
+    ``fallback`` where that cannot be read."""
     frame = sys._getframe(1)
     while frame.f_back is not None and frame.f_back.f_globals.get(
             "__name__", "").startswith(_OURS):
@@ -881,3 +882,6 @@ def stream_argument_error(fallback: str) -> TypeError:
     elif sig is None and module.startswith("pycudamlx.core"):
         sig = SIGNATURES.get(fn)
     return argument_error(fn, fallback, sig) if sig else TypeError(fallback)
+
+
+stream_argument_error = outer_argument_error

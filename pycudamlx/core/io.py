@@ -117,10 +117,12 @@ def _npy_bytes(a: array) -> bytes:
 
 def save(file: FileLike, arr: array) -> None:
     """Save ``arr`` to a ``.npy`` file (``.npy`` is appended to a path without it, as MLX)."""
-    if not isinstance(arr, array) or not (_is_path(file) or hasattr(file, "write")):
+    if not isinstance(arr, array):
         raise TypeError("save(): incompatible function arguments. The following argument types "
                         "are supported:\n    1. save(file: file | str | pathlib.Path, arr: array)"
                         f" -> None\n\nInvoked with types: {_type_name(file)}, {_type_name(arr)}")
+    if not (_is_path(file) or hasattr(file, "write")):  # MLX's own check, past the binding
+        raise ValueError("[save] Input must be a file-like object, or string")
     _write(file, ".npy", _npy_bytes(arr), "save")
 
 
@@ -619,10 +621,15 @@ def load(file: FileLike, /, format: str | None = None, return_metadata: bool = F
         from . import device as dev
 
         dev.resolve_stream(stream)  # validates it; loaded data is read by any stream
+    if format is not None and not isinstance(format, str):
+        from ._nanobind import argument_error
+
+        raise argument_error("load", "load(): incompatible function arguments: format must be "
+                                     f"a str or None, not {type(format).__name__}")
     is_path = _is_path(file)
-    if not is_path and not hasattr(file, "read"):
-        raise TypeError("load(): incompatible function arguments: file must be a str, "
-                        f"pathlib.Path or a readable file object, got {_type_name(file)}")
+    if not is_path and not hasattr(file, "read"):  # MLX's own check, past the binding
+        raise ValueError("[load] Input must be a file-like object opened in binary mode, or "
+                         "string")
     name = os.fsdecode(os.fspath(file)) if is_path else None
     if format is None:
         fname = name if is_path else file.name  # AttributeError without .name, as MLX
