@@ -563,7 +563,8 @@ def solve(a: array, b: array, *_extra: Any, stream: Any = None) -> array:
     return solve_triangular(U, y, upper=True, stream=s)
 
 
-def solve_triangular(a: array, b: array, *_extra: Any, upper: bool = False, stream: Any = None) -> array:
+def solve_triangular(a: array, b: array, *_extra: Any, upper: bool = False,
+                     stream: Any = None) -> array:
     """x with ``tri(a) @ x = b`` (``tri_inv(a) @ b``, as MLX computes it). CPU only."""
     _need_arrays("solve_triangular", a, b, extra=_extra)
     _need_bool("solve_triangular", upper)

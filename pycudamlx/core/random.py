@@ -585,7 +585,8 @@ def multivariate_normal(mean: array, cov: array, shape: Sequence[int] = (),
 
 
 def __dir__() -> list[str]:
-    # dir(mx.random) as MLX shows it: MLX lists its samplers and _RandomState (state is reached, not listed), not our helpers
+    # dir(mx.random) as MLX shows it: its samplers and _RandomState (state is reached, not
+    # listed), not our helpers
     return [n for n in ("__doc__", "__loader__", "__name__", "__package__", "__spec__",
                         "__getattr__") if n in globals()] + sorted(
         [n for n in __all__ if n != "state"] + ["_RandomState"])
