@@ -69,6 +69,39 @@ def test_bad_arguments_raise_type_errors(mlx):
                 eval(expr, {"m": m})
 
 
+_STREAM_MISTAKES = [
+    lambda m, a: m.sum(a, stream="cpu"),
+    lambda m, a: m.matmul(a, a, stream="cpu"),
+    lambda m, a: m.sort(a, stream="cpu"),
+    lambda m, a: m.exp(a, stream=1.5),
+    lambda m, a: m.add(a, a, stream=5),
+    lambda m, a: a.sum(stream="cpu"),
+    lambda m, a: m.zeros((2,), stream="cpu"),
+    lambda m, a: m.random.normal((2,), stream="cpu"),
+    lambda m, a: m.random.split(m.random.key(0), stream="cpu"),
+    lambda m, a: m.fft.fft(a, stream="cpu"),
+    lambda m, a: m.linalg.inv(a, stream="cpu"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_STREAM_MISTAKES)))
+def test_stream_of_the_wrong_type_gets_nanobinds_text(mlx, i):
+    call = _STREAM_MISTAKES[i]
+    with pytest.raises(TypeError) as theirs:
+        call(mlx, mlx.ones((2, 2)))
+    with pytest.raises(TypeError) as ours:
+        call(mx, mx.ones((2, 2)))
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_stream_int_names_a_device_type(mlx):
+    # nanobind converts 0/1 (and bools) to DeviceType; other ints are refused
+    assert mx.add(mx.ones(2), 1, stream=0).tolist() == [2.0, 2.0]
+    assert mx.add(mx.ones(2), 1, stream=False).tolist() == [2.0, 2.0]
+    with pytest.raises(TypeError, match="kwargs = { stream: int }"):
+        mx.add(mx.ones(2), 1, stream=-1)
+
+
 def test_availability(mlx):
     assert mx.is_available(mx.cpu) and mx.is_available(mx.Device(mx.cpu))
     assert not mx.is_available(mx.Device(mx.cpu, 1))

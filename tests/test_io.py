@@ -414,6 +414,21 @@ def test_gguf_errors(mlx, tmp_path):
         (lambda m: m.save_gguf(str(tmp_path / "x"), {}, {"k": m.ones((0,))}),
          RuntimeError, "Cannot save empty arrays"),
         (lambda m: m.save_gguf(str(tmp_path / "x"), {}, {"k": 1}), RuntimeError, None),
+        # names that are not strings: MLX's dict[str, ...] cast fails (std::bad_cast)
+        (lambda m: m.save_gguf(str(tmp_path / "x"), {1: m.ones(2)}), RuntimeError, None),
+        (lambda m: m.save_gguf(str(tmp_path / "x"), {"a": m.ones(2)}, {1: "v"}), RuntimeError,
+         None),
+        (lambda m: m.save_safetensors(str(tmp_path / "x"), {"a": m.ones(2), 2: m.ones(1)}),
+         RuntimeError, None),
+        # GGUF reads and writes paths only
+        (lambda m: m.save_gguf(io.BytesIO(), {"a": m.ones(2)}), ValueError,
+         r"^\[save_gguf\] Input must be a string$"),
+        (lambda m: m.load(open(tmp_path / "bad.gguf", "rb")), ValueError,
+         r"^\[load_gguf\] Input must be a string$"),
+        (lambda m: m.load(io.BytesIO(b"GGUF"), format="gguf"), ValueError,
+         r"^\[load_gguf\] Input must be a string$"),
+        (lambda m: m.save_gguf(str(tmp_path / "x"), [m.ones(2)]), TypeError,
+         r"save_gguf\(\): incompatible function arguments(.|\n)*Invoked with types: str, list$"),
     ]
     for call, exc, msg in cases:
         with pytest.raises(exc, match=msg):
@@ -490,3 +505,79 @@ def test_save_errors_match_mlx(mlx, tmp_path):
                 call(m)
             errors.append((type(info.value), str(info.value)))
         assert errors[0] == errors[1]
+
+
+def _raw_safetensors(path, header, data=b""):
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+
+
+def test_safetensors_reader_edge_cases_match_mlx(mlx, tmp_path):
+    f32 = {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}
+    files = {
+        "f8": ({"a": {"dtype": "F8_E4M3", "shape": [2], "data_offsets": [0, 2]}}, b"\x00\x01"),
+        "bad_dtype": ({"a": {"dtype": "XX", "shape": [2], "data_offsets": [0, 2]}}, b"\x00\x01"),
+        "f64": ({"a": {"dtype": "F64", "shape": [], "data_offsets": [0, 8]}}, b"\x00" * 8),
+        "short": ({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}, b"\x00" * 8),
+        "meta_int": ({"__metadata__": {"k": 1}, "a": f32}, b"\x00" * 4),
+        "meta_null": ({"__metadata__": {"k": None}, "a": f32}, b"\x00" * 4),
+        "meta_list": ({"__metadata__": {"k": ["x"]}, "a": f32}, b"\x00" * 4),
+    }
+    for name, (header, data) in files.items():
+        path = tmp_path / f"{name}.safetensors"
+        _raw_safetensors(path, header, data)
+        try:
+            theirs = mlx.load(str(path))
+        except Exception as e:  # noqa: BLE001 - compared below
+            with pytest.raises(type(e)) as ours:
+                mx.load(str(path))
+            assert str(ours.value) == str(e), name
+            continue
+        ours = mx.load(str(path))
+        assert {k: (str(v.dtype), v.tolist()) for k, v in ours.items()} == \
+            {k: (str(v.dtype), v.tolist()) for k, v in theirs.items()}, name
+
+
+def test_float64_safetensors_are_refused_as_in_mlx(mlx, tmp_path):
+    for m, stem in ((mx, "ours"), (mlx, "theirs")):
+        with pytest.raises(RuntimeError, match=r"^\[save_safetensors\] received invalid dtype\.$"):
+            m.save_safetensors(str(tmp_path / stem), {"a": m.ones(2, dtype=m.float64)})
+        assert (tmp_path / f"{stem}.safetensors").stat().st_size == 0
+
+
+def test_npy_unsupported_descr_quotes_three_characters(mlx, tmp_path):
+    np.save(tmp_path / "obj.npy", np.array([1, "x"], dtype=object), allow_pickle=True)
+    np.save(tmp_path / "str.npy", np.array(["ab"]))
+    for name in ("obj.npy", "str.npy"):
+        with pytest.raises(ValueError) as theirs:
+            mlx.load(str(tmp_path / name))
+        with pytest.raises(ValueError) as ours:
+            mx.load(str(tmp_path / name))
+        assert str(ours.value) == str(theirs.value)
+
+
+def test_load_return_metadata_must_be_a_bool(mlx, tmp_path):
+    mx.save_safetensors(str(tmp_path / "c"), {"x": mx.ones(2)})
+    path = str(tmp_path / "c.safetensors")
+    for bad in (1, "yes", None):
+        with pytest.raises(TypeError) as theirs:
+            mlx.load(path, return_metadata=bad)
+        with pytest.raises(TypeError) as ours:
+            mx.load(path, return_metadata=bad)
+        assert str(ours.value) == str(theirs.value)
+
+
+def test_file_and_format_argument_errors_match_mlx(mlx, tmp_path):
+    cases = [
+        lambda m: m.load(123),
+        lambda m: m.load(str(tmp_path / "x.npy"), format=1),
+        lambda m: m.save(5, m.ones(2)),
+        lambda m: m.save(str(tmp_path / "x.npy"), np.ones(2)),
+        lambda m: m.save_safetensors(5, {"a": m.ones(2)}),
+    ]
+    for call in cases:
+        with pytest.raises(Exception) as theirs:
+            call(mlx)
+        with pytest.raises(type(theirs.value)) as ours:
+            call(mx)
+        assert str(ours.value) == str(theirs.value)

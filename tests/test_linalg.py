@@ -73,6 +73,9 @@ NORM_CASES = [
     ((2, 3, 4), "fro", (0, 2)), ((2, 3, 4), "nuc", (2, 1)), ((2, 3, 4), 2, (0, 2)),
     ((2, 3, 4), -2, (1, 0)), ((2, 3, 4), 0, 1), ((), None, None), ((0,), None, None),
     ((0, 3), None, 1),
+    # negative axes are normalized before the 1/inf matrix norms pick the axis to reduce last
+    ((2, 3, 5), 1, (-1, -2)), ((2, 3, 5), -1, (-1, 1)), ((2, 3, 5), math.inf, (-2, -1)),
+    ((2, 3, 5), -math.inf, (1, -1)), ((2, 3, 5), math.inf, (-3, -2)), ((2, 3, 5), 1, (-2, 2)),
 ]
 
 
@@ -135,6 +138,54 @@ def test_norm_type_errors():
         mx.linalg.cross([1, 2, 3], [4, 5, 6])
     with pytest.raises(TypeError):
         mx.linalg.eigh(mx.eye(3), UPLO=3, stream=mx.cpu)
+
+
+ARGUMENT_MISTAKES = {
+    # nanobind's bool takes only True/False
+    "svd_uv_int": lambda m, A: m.linalg.svd(A, compute_uv=0, stream=m.cpu),
+    "svd_uv_npbool": lambda m, A: m.linalg.svd(A, compute_uv=np.bool_(True), stream=m.cpu),
+    "cholesky_upper_int": lambda m, A: m.linalg.cholesky(A, upper=1, stream=m.cpu),
+    "cholesky_upper_none": lambda m, A: m.linalg.cholesky(A, None, stream=m.cpu),
+    "tri_inv_upper_int": lambda m, A: m.linalg.tri_inv(A, upper=0, stream=m.cpu),
+    "cholesky_inv_upper_int": lambda m, A: m.linalg.cholesky_inv(A, upper=0, stream=m.cpu),
+    "solve_tri_upper_int": lambda m, A: m.linalg.solve_triangular(A, A, upper=1, stream=m.cpu),
+    "norm_keepdims_int": lambda m, A: m.linalg.norm(A, keepdims=1),
+    "cross_axis_float": lambda m, A: m.linalg.cross(A, A, axis=1.0),
+    # positional arguments where MLX's are keyword-only
+    "qr_positional_stream": lambda m, A: m.linalg.qr(A, m.cpu),
+    "eigh_positional_stream": lambda m, A: m.linalg.eigh(A, "U", m.cpu),
+    "svd_positional_stream": lambda m, A: m.linalg.svd(A, True, m.cpu),
+    "solve_tri_positional_upper": lambda m, A: m.linalg.solve_triangular(A, A, True,
+                                                                         stream=m.cpu),
+    "norm_five_positional": lambda m, A: m.linalg.norm(A, 2, None, False, m.cpu),
+    # the whole call's types, keywords included
+    "inv_list": lambda m, A: m.linalg.inv([[1.0, 0.0], [0.0, 1.0]], stream=m.cpu),
+    "inv_numpy": lambda m, A: m.linalg.inv(np.eye(2), stream=m.cpu),
+    "inv_stream_str": lambda m, A: m.linalg.inv(A, stream="cpu"),
+    "norm_stream_str": lambda m, A: m.linalg.norm(A, stream="cpu"),
+}
+
+
+@pytest.mark.parametrize("case", list(ARGUMENT_MISTAKES))
+def test_argument_mistakes_raise_nanobinds_text(case):
+    call = ARGUMENT_MISTAKES[case]
+    with pytest.raises(TypeError) as theirs:
+        call(mlx, mlx.eye(2))
+    with pytest.raises(TypeError) as ours:
+        call(mx, mx.eye(2))
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_accepted_argument_kinds_match_mlx():
+    A = mx.eye(2)
+    assert mx.linalg.norm(A, ord=True).item() == 1.0  # a bool ord is the int 1
+    assert mx.linalg.norm(A, ord=np.int64(1), axis=np.int64(0)).shape == (2,)
+    assert mx.linalg.qr(A, stream=0)[0].shape == (2, 2)  # nanobind's int -> DeviceType.cpu
+    assert mx.linalg.cross(mx.ones(3), mx.ones(3), axis=np.int64(0)).shape == (3,)
+    # the *_extra that collects mistaken positional arguments stays out of the signature
+    import inspect
+    assert str(inspect.signature(mx.linalg.qr)) == "(a: 'array', *, stream: 'Any' = None) -> " \
+        "'tuple[array, array]'"
 
 
 # ---------------------------------------------------------------------------------- cross
@@ -398,3 +449,122 @@ def test_signature_and_all():
     assert sorted(mx.linalg.__all__) == sorted(n for n in dir(mlx.linalg) if not n.startswith("_"))
     with pytest.raises(TypeError, match="incompatible function arguments"):
         mx.linalg.inv(np.eye(3), stream=mx.cpu)
+
+
+@pytest.mark.parametrize("name", ["inv", "cholesky", "svd", "qr", "eigvalsh", "eigvals",
+                                  "lu_factor", "tri_inv"])
+@pytest.mark.parametrize("mode", ["grad", "jvp"])
+def test_underivable_factorizations_name_mlxs_primitive(name, mode):
+    def run(m):
+        S = m.array([[2.0, 0.5], [0.5, 1.0]])
+        first = (lambda r: r[0] if isinstance(r, (tuple, list)) else r)
+        fn = (lambda x: first(getattr(m.linalg, name)(x, compute_uv=False, stream=m.cpu))) \
+            if name == "svd" else (lambda x: first(getattr(m.linalg, name)(x, stream=m.cpu)))
+        if mode == "grad":
+            return m.grad(lambda x: m.abs(fn(x)).sum())(S)
+        return m.jvp(fn, [S], [m.ones((2, 2))])
+
+    with pytest.raises(ValueError) as theirs:
+        run(mlx)
+    with pytest.raises(ValueError) as ours:
+        run(mx)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_dir_lists_mlxs_public_names():
+    for sub in ("linalg", "random", "fft"):
+        assert dir(getattr(mx, sub)) == dir(getattr(mlx, sub)), sub
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.linalg.inv(m.zeros((0, 0)), stream=m.cpu),
+    lambda m: m.linalg.inv(m.zeros((2, 0, 0)), stream=m.cpu),
+    lambda m: m.linalg.tri_inv(m.zeros((0, 0)), stream=m.cpu),
+    lambda m: m.linalg.cholesky_inv(m.zeros((0, 0)), stream=m.cpu),
+    lambda m: m.linalg.solve(m.zeros((0, 0)), m.zeros((0,)), stream=m.cpu),
+    lambda m: m.linalg.solve_triangular(m.zeros((0, 0)), m.zeros((0,)), stream=m.cpu),
+    lambda m: m.linalg.lu(m.zeros((2, 0)), stream=m.cpu),
+    lambda m: m.linalg.lu_factor(m.zeros((0, 3)), stream=m.cpu),
+])
+def test_empty_matrices_that_crash_mlx_are_refused(call):
+    # MLX 0.32.4 dies with SIGFPE here (probed in a subprocess); we raise instead
+    with pytest.raises(ValueError, match="empty .* matrix; MLX 0.32.4 crashes"):
+        mx.eval(call(mx))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.linalg.pinv(m.zeros((0, 3)), stream=m.cpu),
+    lambda m: m.linalg.pinv(m.zeros((2, 3, 0)), stream=m.cpu),
+    lambda m: m.linalg.pinv(m.zeros((0, 2, 3)), stream=m.cpu),
+    lambda m: m.linalg.det(m.zeros((2, 0, 0)), stream=m.cpu),
+    lambda m: m.linalg.slogdet(m.zeros((0, 0)), stream=m.cpu)[1],
+    lambda m: m.linalg.lu_factor(m.zeros((0, 2, 2)), stream=m.cpu)[0],
+    lambda m: m.linalg.solve(m.zeros((0, 2, 2)), m.zeros((0, 2, 1)), stream=m.cpu),
+    lambda m: m.linalg.cholesky(m.zeros((0, 0)), stream=m.cpu),
+    lambda m: m.linalg.svd(m.array([[float("inf"), 1.0], [0.0, 1.0]]), compute_uv=False,
+                           stream=m.cpu),
+])
+def test_empty_and_nonfinite_inputs_match_mlx(call):
+    ours, theirs = call(mx), call(mlx)
+    assert ours.shape == tuple(theirs.shape) and _dname(ours) == _dname(theirs)
+    np.testing.assert_array_equal(_np(ours), _np(theirs))
+
+
+def test_svd_of_nan_is_mlxs_runtime_error():
+    for m in (mx, mlx):
+        x = m.array([[float("nan"), 1.0], [0.0, 1.0]])
+        for f in (lambda: m.linalg.svd(x, stream=m.cpu), lambda: m.linalg.pinv(x, stream=m.cpu),
+                  lambda: m.linalg.norm(x, 2, stream=m.cpu)):
+            with pytest.raises(RuntimeError, match=r"^\[SVD::eval_cpu\] SVD failed with error "
+                                                   r"code -4$"):
+                m.eval(f())
+
+
+def test_eig_of_nonfinite_input_is_nan_not_numpys_error():
+    w, v = mx.linalg.eig(mx.array([[float("nan"), 1.0], [0.0, 1.0]]), stream=mx.cpu)
+    assert w.dtype == mx.complex64 and v.shape == (2, 2)
+    assert np.isnan(_np(w)).all() and np.isnan(_np(v)).all()
+
+
+def _norm_outcome(m, x, ord, axis, keepdims):
+    try:
+        r = m.linalg.norm(m.array(x), ord=ord, axis=axis, keepdims=keepdims, stream=m.cpu)
+        return (tuple(r.shape), str(r.dtype).split(".")[-1], np.round(np.array(r), 3).tolist())
+    except Exception as e:  # noqa: BLE001 - the outcome is compared
+        return (type(e).__name__, str(e))
+
+
+@pytest.mark.parametrize("shape", [(), (5,), (2, 3, 4), (2, 0)])
+def test_norm_outcomes_over_ord_axis_grid_match_mlx(shape):
+    # bad axes are reported by the ops a norm is built of (sum, moveaxis), after the ord checks
+    x = RNG.standard_normal(shape).astype(np.float32)
+    for ord in [None, 0, 1, -1, 2, 3, math.inf, -math.inf, "fro", "nuc"]:
+        for axis in [None, -1, (0, 1), (-2, -1), (1, 0), (0, 0), [0], 5]:
+            for keepdims in (False, True):
+                assert _norm_outcome(mx, x, ord, axis, keepdims) == \
+                    _norm_outcome(mlx, x, ord, axis, keepdims), (shape, ord, axis, keepdims)
+
+
+def test_factor_signs_and_eigenvalue_order_follow_mlxs_lapack_call():
+    # MLX hands row-major data to LAPACK, which factors the transpose: singular/eigen vector
+    # signs and geev's eigenvalue order follow from that (numpy on A itself agrees ~10-50%)
+    rng = np.random.default_rng(5)
+    agree = {"svd": 0, "eigh": 0, "eigvals": 0}
+    n_cases = 24
+    for i in range(n_cases):
+        n = 3 + i % 4
+        x = rng.standard_normal((n, n + i % 3 - 1)).astype(np.float32)
+        sq = rng.standard_normal((n, n)).astype(np.float32)
+        spd = sq @ sq.T + np.eye(n, dtype=np.float32)
+        ours = [_np(t) for t in mx.linalg.svd(mx.array(x), stream=mx.cpu)]
+        theirs = [_np(t) for t in mlx.linalg.svd(mlx.array(x), stream=mlx.cpu)]
+        k = min(x.shape)
+        agree["svd"] += bool(np.allclose(ours[0][:, :k], theirs[0][:, :k], atol=1e-3)
+                             and np.allclose(ours[2][:k], theirs[2][:k], atol=1e-3))
+        agree["eigh"] += bool(np.allclose(_np(mx.linalg.eigh(mx.array(spd), stream=mx.cpu)[1]),
+                                          _np(mlx.linalg.eigh(mlx.array(spd), stream=mlx.cpu)[1]),
+                                          atol=1e-3))
+        agree["eigvals"] += bool(np.allclose(_np(mx.linalg.eigvals(mx.array(sq), stream=mx.cpu)),
+                                             _np(mlx.linalg.eigvals(mlx.array(sq),
+                                                                   stream=mlx.cpu)), atol=1e-3))
+    assert all(v >= 0.75 * n_cases for v in agree.values()), agree

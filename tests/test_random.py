@@ -509,3 +509,42 @@ def test_wrong_shape_arguments_raise_nanobind_text(mx, text):
 
 def test_array_shape_is_a_sequence(mx):
     assert pm.random.normal(pm.array([2, 3])).shape == mx.random.normal(mx.array([2, 3])).shape
+
+
+def test_split_num_of_the_wrong_type_gets_nanobinds_text():
+    mlx = pytest.importorskip("mlx.core")
+    with pytest.raises(TypeError) as theirs:
+        mlx.random.split(mlx.random.key(1), 2.0)
+    with pytest.raises(TypeError) as ours:
+        pm.random.split(pm.random.key(1), 2.0)
+    assert str(ours.value) == str(theirs.value)
+
+
+_RANDOM_ARG_MISTAKES = {
+    "normal_dtype_str": lambda m: m.random.normal((2,), dtype="float32"),
+    "normal_key_list": lambda m: m.random.normal((2,), key=[0, 1]),
+    "split_key_list": lambda m: m.random.split([0, 1]),
+    "categorical_list": lambda m: m.random.categorical([0.0, 1.0]),
+    "categorical_scalar": lambda m: m.random.categorical(1.0),
+    "mvn_lists": lambda m: m.random.multivariate_normal([0.0], [[1.0]], stream=m.cpu),
+    "permutation_axis_float": lambda m: m.random.permutation(m.arange(3), axis=0.0),
+    "laplace_loc_str": lambda m: m.random.laplace((2,), loc="a"),
+}
+
+
+@pytest.mark.parametrize("case", list(_RANDOM_ARG_MISTAKES))
+def test_sampler_argument_types_get_nanobinds_text(case):
+    mlx = pytest.importorskip("mlx.core")
+    call = _RANDOM_ARG_MISTAKES[case]
+    with pytest.raises(TypeError) as theirs:
+        call(mlx)
+    with pytest.raises(TypeError) as ours:
+        call(pm)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_laplace_takes_what_nanobinds_float_takes():
+    k = pm.random.key(0)
+    a = pm.random.laplace((2,), loc=1, scale=pm.array(2.0), key=k)
+    b = pm.random.laplace((2,), loc=1.0, scale=2.0, key=k)
+    assert pm.array_equal(a, b).item()

@@ -207,7 +207,11 @@ def backward(outputs: Sequence[array], cotangents: Sequence[array], leaves: Sequ
             continue
         rule = lookup(op.prim)
         if rule is None:
-            raise ValueError(f"[vjp] Not implemented for {op.prim.name}: pycudamlx has no "
+            kind = "jvp" if _jvp_depth > 0 else "vjp"
+            mlx_name = getattr(op.prim, "mlx_name", None)
+            if mlx_name is not None:  # one MLX has no rule for either: its own text
+                raise ValueError(f"[Primitive::{kind}] Not implemented for {mlx_name}.")
+            raise ValueError(f"[{kind}] Not implemented for {op.prim.name}: pycudamlx has no "
                              f"gradient rule for this primitive.")
         results = rule(op.prim, op.inputs, outs, got, op.wanted)
         for i, (inp, r) in enumerate(zip(op.inputs, results)):

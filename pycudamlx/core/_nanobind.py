@@ -803,12 +803,22 @@ def _invoked(frame: FrameType, caller: FrameType, fn: str, method: bool) -> str 
         return None
     names, argc = call
     values = frame.f_locals
-    params = [p for p in inspect.signature(func).parameters.values()
-              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    # the code object, not inspect.signature: a function may hide a ``*_extra`` that only
+    # collects positional arguments passed where MLX's are keyword-only
+    code = frame.f_code
+    params = code.co_varnames[:code.co_argcount]
     n_positional = argc - len(names) + (1 if method else 0)  # a method call's argc omits self
-    if not 0 <= n_positional <= len(params) or any(n not in values for n in names):
+    if any(n not in values for n in names):
         return None
-    parts = [dt._type_name(values[p.name]) for p in params[:n_positional]]
+    extra: tuple = ()
+    if n_positional > len(params) and code.co_flags & inspect.CO_VARARGS:
+        extra = values.get(code.co_varnames[code.co_argcount + code.co_kwonlyargcount], ())
+        if len(params) + len(extra) != n_positional:
+            return None
+    elif not 0 <= n_positional <= len(params):
+        return None
+    parts = [dt._type_name(values[p]) for p in params[:n_positional]]
+    parts += [dt._type_name(v) for v in extra]
     if names:
         kw = ", ".join(f"{n}: {dt._type_name(values[n])}" for n in names)
         parts.append(f"kwargs = {{ {kw} }}")
@@ -840,3 +850,38 @@ def argument_error(fn: str, fallback: str | TypeError, sig: str | None = None) -
                 f"{fn}(): incompatible function arguments. The following argument types "
                 f"are supported:\n    1. {sig}\n\nInvoked with types: {invoked}")
     return fallback if isinstance(fallback, TypeError) else TypeError(fallback)
+
+
+_RANDOM_SPLIT = "split(key: array, num: int = 2, stream: StreamOrDevice = None) -> array"
+
+
+def outer_argument_error(fallback: str) -> TypeError:
+    """nanobind's TypeError for an argument of the wrong type found by a helper (a ``stream=``
+    of ``"cpu"``, a ``key=`` list), named after the public function the user called;
+    ``fallback`` where that cannot be read."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_back.f_globals.get(
+            "__name__", "").startswith(_OURS):
+        frame = frame.f_back
+    fn = frame.f_code.co_name
+    if fn in ("fn", "method"):  # a generated op or method: its name is a closure variable
+        fn = frame.f_locals.get("name")
+        if not isinstance(fn, str):
+            return TypeError(fallback)
+    if frame.f_globals.get("__name__") == _ARRAY_MODULE and "self" in frame.f_locals:
+        return argument_error(fn, fallback)
+    # the module's own signature lines (a _SIG table, or a _sig(fn) function), else mx.core's
+    g = frame.f_globals
+    own, make_sig = g.get("_SIG"), g.get("_sig")
+    sig = own.get(fn) if isinstance(own, dict) else None
+    if sig is None and callable(make_sig) and fn in g.get("__all__", ()):
+        sig = make_sig(fn)
+    module = g.get("__name__", "")
+    if module.endswith(".random") and fn == "split":  # not mx.split's line
+        sig = _RANDOM_SPLIT
+    elif sig is None and module.startswith("pycudamlx.core"):
+        sig = SIGNATURES.get(fn)
+    return argument_error(fn, fallback, sig) if sig else TypeError(fallback)
+
+
+stream_argument_error = outer_argument_error

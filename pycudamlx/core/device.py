@@ -353,7 +353,12 @@ def resolve_stream(stream: Stream | Device | DeviceType | ThreadLocalStream | No
         return default_stream(stream)
     if isinstance(stream, ThreadLocalStream):
         return stream.stream()
-    raise TypeError(
+    if type(stream) in (int, bool) and stream in (0, 1):
+        # nanobind converts an int to the DeviceType enum it names (stream=0 is the CPU)
+        return default_stream(DeviceType(int(stream)))
+    from ._nanobind import stream_argument_error
+
+    raise stream_argument_error(
         "incompatible function arguments: stream must be a Stream, ThreadLocalStream, Device or "
         f"DeviceType (or None), not {type(stream).__name__}")
 

@@ -435,6 +435,12 @@ def istft(stft_matrix: array, n_fft: int | None = None, hop_length: int | None =
     return y
 
 
+def __dir__() -> list[str]:
+    # dir(mx.fft) as MLX shows it: MLX lists only the public functions, not our helpers
+    return [n for n in ("__doc__", "__loader__", "__name__", "__package__", "__spec__")
+            if n in globals()] + sorted(__all__)
+
+
 def __getattr__(name: str):
     # a missing name reads as in MLX (programs print it): module 'mlx.core.fft', not our module path
     raise AttributeError(f"module 'mlx.core.fft' has no attribute {name!r}")

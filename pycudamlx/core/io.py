@@ -48,6 +48,11 @@ _ST_NAME = {
     "bfloat16": "BF16", "float32": "F32", "float64": "F64", "complex64": "C64",
 }
 _ST_READ = {v: getattr(dt, "bool_" if k == "bool" else k) for k, v in _ST_NAME.items()}
+# MLX 0.32.4 neither writes nor reads float64 safetensors; float8 tensors load as raw uint8
+del _ST_READ["F64"]
+_ST_READ.update({"F8_E4M3": dt.uint8, "F8_E5M2": dt.uint8})
+_JSON_KIND = {bool: "boolean", int: "number", float: "number", type(None): "null", list: "array",
+              dict: "object"}
 
 
 def _type_name(a: Any) -> str:
@@ -112,10 +117,12 @@ def _npy_bytes(a: array) -> bytes:
 
 def save(file: FileLike, arr: array) -> None:
     """Save ``arr`` to a ``.npy`` file (``.npy`` is appended to a path without it, as MLX)."""
-    if not isinstance(arr, array) or not (_is_path(file) or hasattr(file, "write")):
+    if not isinstance(arr, array):
         raise TypeError("save(): incompatible function arguments. The following argument types "
                         "are supported:\n    1. save(file: file | str | pathlib.Path, arr: array)"
                         f" -> None\n\nInvoked with types: {_type_name(file)}, {_type_name(arr)}")
+    if not (_is_path(file) or hasattr(file, "write")):  # MLX's own check, past the binding
+        raise ValueError("[save] Input must be a file-like object, or string")
     _write(file, ".npy", _npy_bytes(arr), "save")
 
 
@@ -155,7 +162,9 @@ def _parse_npy(data: bytes, name: str) -> np.ndarray:
     order, code = (descr[0], descr[1:]) if descr[0] in "<>|=" else ("=", descr)
     dtype = _NPY_READ.get(code)
     if dtype is None:
-        raise ValueError(f"[from_str] Unsupported array protocol type-string: {descr[:3]}")
+        # MLX quotes the header's first three characters after the quote ('|O' -> |O')
+        raise ValueError("[from_str] Unsupported array protocol type-string: "
+                         f"{(descr + chr(39))[:3]}")
     count = 1
     for d in shape:
         count *= d
@@ -229,6 +238,14 @@ def _load_npz(file: Any, data: bytes | None, name: str) -> dict[str, array]:
 # -- .safetensors ------------------------------------------------------------------------------
 
 
+def _check_str_keys(d: dict, fn: str) -> None:
+    """Names must be strings: MLX's dict[str, ...] cast fails (std::bad_cast) otherwise."""
+    for k in d:
+        if not isinstance(k, str):
+            raise RuntimeError(f"[{fn}] Key {k!r} must be a str, got {type(k).__name__} "
+                               "(MLX raises std::bad_cast here)")
+
+
 def save_safetensors(file: FileLike, arrays: dict[str, array],
                      metadata: dict[str, str] | None = None) -> None:
     """Save a dict of arrays (and string metadata) to a ``.safetensors`` file."""
@@ -247,6 +264,7 @@ def save_safetensors(file: FileLike, arrays: dict[str, array],
             isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
         raise ValueError("[save_safetensors] Metadata must be a dictionary with string keys and "
                          "values")
+    _check_str_keys(arrays, "save_safetensors")
     header: dict[str, Any] = {"__metadata__": metadata or None}
     chunks = []
     offset = 0
@@ -255,6 +273,9 @@ def save_safetensors(file: FileLike, arrays: dict[str, array],
         if not isinstance(a, array):
             raise RuntimeError(f"[save_safetensors] Value of '{k}' must be an mx.array, got "
                                f"{_type_name(a)} (MLX raises std::bad_cast here)")
+        if a._dtype is dt.float64:  # MLX 0.32.4 has no F64 safetensors; it leaves an empty file
+            _write(file, ".safetensors", b"", "save_safetensors")
+            raise RuntimeError("[save_safetensors] received invalid dtype.")
         data = np.ascontiguousarray(_host(a)).tobytes()
         header[k] = {"data_offsets": [offset, offset + len(data)],
                      "dtype": _ST_NAME[a._dtype.name], "shape": list(a._shape)}
@@ -284,19 +305,26 @@ def _load_safetensors(data: bytes, name: str) -> tuple[dict[str, array], dict[st
     for k, info in header.items():
         dtype = _ST_READ.get(info.get("dtype"))
         if dtype is None:
-            raise ValueError(f"[safetensor] Unsupported dtype {info.get('dtype')}")
+            raise RuntimeError(f"[safetensor] unsupported dtype {info.get('dtype')}")
         shape = tuple(int(d) for d in info["shape"])
         begin, end = (int(v) for v in info["data_offsets"])
         count = 1
         for d in shape:
             count *= d
-        if end - begin != count * dtype.size or base + end > len(data):
+        if base + end > len(data):
+            raise RuntimeError(f"[load_safetensors] Tensor '{k}' invalid data offsets ({begin}, "
+                               f"{end}) exceeding the size of the file. Perhaps an incomplete "
+                               "download or corrupt file?")
+        if end - begin != count * dtype.size:
             raise RuntimeError(f"[load_safetensors] Invalid data offsets for '{k}' in file "
                                f"{name}")
         host = np.frombuffer(data, dtype.np_dtype, count, base + begin).reshape(shape)
         out[k] = _to_array(host.copy())
+    for v in meta.values():  # MLX reads each value as a JSON string
+        if not isinstance(v, str):
+            raise RuntimeError("[json.exception.type_error.302] type must be string, but is "
+                               f"{_JSON_KIND.get(type(v), 'object')}")
     # MLX parses the header into a sorted map, then fills its unordered maps from it.
-    meta = {str(k): str(v) for k, v in meta.items()}
     return ({k: out[k] for k in map_order(sorted(out))},
             {k: meta[k] for k in map_order(sorted(meta))})
 
@@ -362,10 +390,19 @@ def save_gguf(file: FileLike, arrays: dict[str, array],
               metadata: dict[str, Any] | None = None) -> None:
     """Save arrays (float32, float16, int8, int16, int32) and metadata (arrays of at most one
     dimension, str, list of str) to a GGUF v3 file, laid out as MLX writes it."""
-    if not isinstance(arrays, dict):
-        raise TypeError(f"save_gguf(): arrays must be a dict[str, array], got "
-                        f"{_type_name(arrays)}")
+    if not isinstance(arrays, dict) or not (metadata is None or isinstance(metadata, dict)):
+        types = ", ".join(_type_name(x) for x in (file, arrays) + (
+            () if metadata is None else (metadata,)))
+        raise TypeError(
+            "save_gguf(): incompatible function arguments. The following argument types are "
+            "supported:\n    1. save_gguf(file: file | str | pathlib.Path, arrays: dict[str, "
+            "array], metadata: dict[str, array | str | list[str]])\n\nInvoked with types: "
+            + types)
+    if not _is_path(file):  # MLX's GGUF writer takes a path only (no file objects)
+        raise ValueError("[save_gguf] Input must be a string")
     metadata = metadata or {}
+    _check_str_keys(arrays, "save_gguf")
+    _check_str_keys(metadata, "save_gguf")
     kvs = [_gguf_str(k) + _gguf_meta_value(k, metadata[k]) for k in map_order(metadata)]
     infos, chunks = [], []
     offset = 0
@@ -575,14 +612,24 @@ def load(file: FileLike, /, format: str | None = None, return_metadata: bool = F
          stream: Any = None) -> Any:
     """Load a ``.npy`` (one array), ``.npz`` or ``.safetensors`` (a dict) file, as MLX does;
     the format comes from the extension unless ``format`` names it."""
+    if return_metadata is not True and return_metadata is not False:
+        from ._nanobind import argument_error  # nanobind's bool takes only True/False
+
+        raise argument_error("load", "load(): incompatible function arguments: return_metadata "
+                                     f"must be a bool, not {type(return_metadata).__name__}")
     if stream is not None:
         from . import device as dev
 
         dev.resolve_stream(stream)  # validates it; loaded data is read by any stream
+    if format is not None and not isinstance(format, str):
+        from ._nanobind import argument_error
+
+        raise argument_error("load", "load(): incompatible function arguments: format must be "
+                                     f"a str or None, not {type(format).__name__}")
     is_path = _is_path(file)
-    if not is_path and not hasattr(file, "read"):
-        raise TypeError("load(): incompatible function arguments: file must be a str, "
-                        f"pathlib.Path or a readable file object, got {_type_name(file)}")
+    if not is_path and not hasattr(file, "read"):  # MLX's own check, past the binding
+        raise ValueError("[load] Input must be a file-like object opened in binary mode, or "
+                         "string")
     name = os.fsdecode(os.fspath(file)) if is_path else None
     if format is None:
         fname = name if is_path else file.name  # AttributeError without .name, as MLX
@@ -594,6 +641,8 @@ def load(file: FileLike, /, format: str | None = None, return_metadata: bool = F
         raise ValueError(f"[load] Unknown file format {format}")
     if return_metadata and format not in ("safetensors", "gguf"):
         raise ValueError(f"[load] metadata not supported for format {format}")
+    if format == "gguf" and not is_path:  # MLX's GGUF reader opens paths only
+        raise ValueError("[load_gguf] Input must be a string")
     if is_path and format == "gguf" and not os.path.isfile(name):
         raise ValueError(f"[load_gguf] Failed to open {name}")
     if is_path:

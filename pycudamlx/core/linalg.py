@@ -25,6 +25,7 @@ from . import reduce as R
 from . import shape as S
 from . import device as dev
 from ._base import AxisError, astype as _astype
+from ._nanobind import argument_error
 from .array import array, make, make_multi
 
 __all__ = ["norm", "qr", "svd", "inv", "tri_inv", "cholesky", "cholesky_inv", "pinv", "cross",
@@ -62,15 +63,27 @@ _SIG = {
 
 
 def _signature_error(fn: str, *args: Any) -> TypeError:
+    """nanobind's TypeError for a call of ``mx.linalg.<fn>`` with wrongly typed (or too many
+    positional) arguments: the types of the whole call where it can be read, else ``args``'."""
     types = ", ".join("mlx.core.array" if isinstance(a, array) else type(a).__name__
                       for a in args)
-    return TypeError(f"{fn}(): incompatible function arguments. The following argument types "
-                     f"are supported:\n    1. {_SIG[fn]}\n\nInvoked with types: {types}")
+    fallback = (f"{fn}(): incompatible function arguments. The following argument types "
+                f"are supported:\n    1. {_SIG[fn]}\n\nInvoked with types: {types}")
+    return argument_error(fn, fallback, _SIG[fn])
 
 
-def _need_arrays(fn: str, *args: Any) -> None:
-    if not all(isinstance(a, array) for a in args):
-        raise _signature_error(fn, *args)
+def _need_arrays(fn: str, *args: Any, extra: tuple = ()) -> None:
+    """Array arguments, and no positional arguments past the keyword-only marker (``extra``:
+    the function's ``*_extra``, which exists only to give nanobind's error for them)."""
+    if extra or not all(isinstance(a, array) for a in args):
+        raise _signature_error(fn, *args, *extra)
+
+
+def _need_bool(fn: str, *flags: Any) -> None:
+    """nanobind's bool accepts only True and False (not 0/1, not numpy.bool_)."""
+    for f in flags:
+        if f is not True and f is not False:
+            raise _signature_error(fn, f)
 
 
 def _check_cpu_stream(stream: dev.Stream, prefix: str) -> None:
@@ -95,6 +108,15 @@ def _check_ndim(a: array, prefix: str, what: str = "Arrays must have") -> None:
     if a.ndim < 2:
         raise ValueError(f"{prefix} {what} >= 2 dimensions. Received array with {a.ndim} "
                          "dimensions.")
+
+
+def _refuse_empty_matrix(a: array, prefix: str) -> None:
+    """MLX 0.32.4 dies (SIGFPE) inverting or LU-factoring a matrix with a zero dimension (an
+    empty batch of real matrices is fine): a clear error instead."""
+    m, n = a.shape[-2:]
+    if m == 0 or n == 0:
+        raise ValueError(f"{prefix} Received an empty {m}x{n} matrix; MLX 0.32.4 crashes on "
+                         "it (floating point exception), so it is refused.")
 
 
 def _at_least_float(d: dt.Dtype) -> dt.Dtype:
@@ -152,7 +174,8 @@ def _svd_matrix(a: array, axis: list[int], s: dev.Stream) -> tuple[array, int, i
 
 def _matrix_norm(a: array, ord: float, axis: list[int], keepdims: bool, s: dev.Stream) -> array:
     d = _at_least_float(a.dtype)
-    row, col = axis
+    # MLX normalizes negative axes first: (-1, -2) of a batch reduces the matrix dims.
+    row, col = (x + a.ndim if x < 0 else x for x in axis)
     if ord in (1.0, -1.0):
         col -= (not keepdims and col > row and col > 0)
         red = R.max if ord == 1.0 else R.min
@@ -194,18 +217,14 @@ def _matrix_norm_str(a: array, ord: str, axis: list[int], keepdims: bool,
     raise ValueError(f"[linalg::norm] Invalid ord value '{ord}' for matrix norm.")
 
 
-def _check_axes(a: array, axis: list[int]) -> None:
-    for ax in axis:
-        if not -a.ndim <= ax < a.ndim:
-            raise AxisError(f"Invalid axis {ax} for array with {a.ndim} dimensions.")
-
-
 def norm(a: array, /, ord: None | int | float | str = None, axis: None | int | list[int] = None,
-         keepdims: bool = False, *, stream: Any = None) -> array:
+         keepdims: bool = False, *_extra: Any, stream: Any = None) -> array:
     """Vector or matrix norm (MLX's table of ``ord``): composed of lazy ops, any device."""
-    is_num = isinstance(ord, (int, float, np.integer, np.floating)) and not isinstance(ord, bool)
-    if not isinstance(a, array) or not (ord is None or is_num or isinstance(ord, str)) or not (
-            axis is None or isinstance(axis, (int, np.integer, list, tuple))):
+    is_num = isinstance(ord, (int, float, np.integer, np.floating))
+    if _extra or not isinstance(a, array) or not (
+            ord is None or is_num or isinstance(ord, str)) or not (
+            axis is None or isinstance(axis, (int, np.integer, list, tuple))) or (
+            keepdims is not True and keepdims is not False):
         raise _signature_error("norm", a)
     s = dev.resolve_stream(stream)
     ax: list[int] | None
@@ -220,7 +239,6 @@ def norm(a: array, /, ord: None | int | float | str = None, axis: None | int | l
             return _l2(a, list(range(a.ndim)), keepdims, s)
         if len(ax) > 2:
             raise ValueError("[linalg::norm] Received too many axes for norm.")
-        _check_axes(a, ax)
         return _l2(a, ax, keepdims, s)
     if ax is None:
         ax = list(range(a.ndim))
@@ -228,11 +246,9 @@ def norm(a: array, /, ord: None | int | float | str = None, axis: None | int | l
         if len(ax) != 2:
             raise ValueError(f"[linalg::norm] Norm '{ord}' only supported for matrices, but "
                              f"received {len(ax)} axis/axes.")
-        _check_axes(a, ax)
         return _matrix_norm_str(a, ord, ax, keepdims, s)
     o = float(ord)
-    if len(ax) in (1, 2):
-        _check_axes(a, ax)
+    # as in MLX, bad axes are reported by the ops the norm is built of
     if len(ax) == 1:
         return _vector_norm(a, o, ax, keepdims, s)
     if len(ax) == 2:
@@ -242,9 +258,9 @@ def norm(a: array, /, ord: None | int | float | str = None, axis: None | int | l
 
 # --------------------------------------------------------------------------- factorizations
 
-def qr(a: array, *, stream: Any = None) -> tuple[array, array]:
+def qr(a: array, *_extra: Any, stream: Any = None) -> tuple[array, array]:
     """Reduced QR: Q (..., m, k), R (..., k, n) with k = min(m, n). CPU only."""
-    _need_arrays("qr", a)
+    _need_arrays("qr", a, extra=_extra)
     s = dev.resolve_stream(stream)
     _check_cpu_stream(s, "[linalg::qr]")
     _check_float(a.dtype, "[linalg::qr]")
@@ -257,9 +273,10 @@ def qr(a: array, *, stream: Any = None) -> tuple[array, array]:
     return q, r
 
 
-def svd(a: array, compute_uv: bool = True, *, stream: Any = None) -> Any:
+def svd(a: array, compute_uv: bool = True, *_extra: Any, stream: Any = None) -> Any:
     """SVD: (U, S, Vt) with full U (m, m) and Vt (n, n), or S alone. CPU only."""
-    _need_arrays("svd", a)
+    _need_arrays("svd", a, extra=_extra)
+    _need_bool("svd", compute_uv)
     s = dev.resolve_stream(stream)
     _check_cpu_stream(s, "[linalg::svd]")
     _check_float_or_complex(a.dtype, "[linalg::svd]")
@@ -281,24 +298,27 @@ def _inv_impl(a: array, tri: bool, upper: bool, s: dev.Stream) -> array:
     _check_ndim(a, "[linalg::inv]")
     if a.shape[-1] != a.shape[-2]:
         raise ValueError("[linalg::inv] Inverses are only defined for square matrices.")
+    _refuse_empty_matrix(a, "[linalg::inv]")
     return make(P.Inverse(tri, upper), (a,), a.shape, a.dtype, s)
 
 
-def inv(a: array, *, stream: Any = None) -> array:
+def inv(a: array, *_extra: Any, stream: Any = None) -> array:
     """Inverse of square matrices (batched over leading dims). CPU only."""
-    _need_arrays("inv", a)
+    _need_arrays("inv", a, extra=_extra)
     return _inv_impl(a, False, True, dev.resolve_stream(stream))
 
 
-def tri_inv(a: array, upper: bool = False, *, stream: Any = None) -> array:
+def tri_inv(a: array, upper: bool = False, *_extra: Any, stream: Any = None) -> array:
     """Inverse of the lower (or upper) triangle of ``a``; the other triangle is zero. CPU only."""
-    _need_arrays("tri_inv", a)
+    _need_arrays("tri_inv", a, extra=_extra)
+    _need_bool("tri_inv", upper)
     return _inv_impl(a, True, bool(upper), dev.resolve_stream(stream))
 
 
-def cholesky(a: array, upper: bool = False, *, stream: Any = None) -> array:
+def cholesky(a: array, upper: bool = False, *_extra: Any, stream: Any = None) -> array:
     """Cholesky factor of a symmetric positive definite matrix (lower triangle read). CPU only."""
-    _need_arrays("cholesky", a)
+    _need_arrays("cholesky", a, extra=_extra)
+    _need_bool("cholesky", upper)
     s = dev.resolve_stream(stream)
     _check_cpu_stream(s, "[linalg::cholesky]")
     _check_float(a.dtype, "[linalg::cholesky]")
@@ -309,14 +329,16 @@ def cholesky(a: array, upper: bool = False, *, stream: Any = None) -> array:
     return make(P.Cholesky(bool(upper)), (a,), a.shape, a.dtype, s)
 
 
-def pinv(a: array, *, stream: Any = None) -> array:
+def pinv(a: array, *_extra: Any, stream: Any = None) -> array:
     """Moore-Penrose pseudo-inverse from the SVD, MLX's cutoff 10*max(m,n)*eps*max(S)."""
-    _need_arrays("pinv", a)
+    _need_arrays("pinv", a, extra=_extra)
     s = dev.resolve_stream(stream)
     _check_cpu_stream(s, "[linalg::pinv]")
     _check_float(a.dtype, "[linalg::pinv]")
     _check_ndim(a, "[linalg::pinv]")
     m, n = a.shape[-2:]
+    if a.size == 0:  # MLX: the (..., n, m) zeros, no SVD (whose max(S) would be empty)
+        return C.zeros(a.shape[:-2] + (n, m), a.dtype, stream=s)
     k = min(m, n)
     U, Sv, V = svd(a, True, stream=s)
     nd = a.ndim
@@ -332,9 +354,10 @@ def pinv(a: array, *, stream: Any = None) -> array:
     return matmul(E.multiply(V, rS, stream=s), U, stream=s)
 
 
-def cholesky_inv(a: array, upper: bool = False, *, stream: Any = None) -> array:
+def cholesky_inv(a: array, upper: bool = False, *_extra: Any, stream: Any = None) -> array:
     """Inverse of A from its Cholesky factor (``a`` = L, or U with ``upper``). CPU only."""
-    _need_arrays("cholesky_inv", a)
+    _need_arrays("cholesky_inv", a, extra=_extra)
+    _need_bool("cholesky_inv", upper)
     s = dev.resolve_stream(stream)
     _check_cpu_stream(s, "[linalg::cholesky_inv]")
     _check_float(a.dtype, "[linalg::cholesky_inv]")
@@ -342,6 +365,7 @@ def cholesky_inv(a: array, upper: bool = False, *, stream: Any = None) -> array:
     if a.shape[-1] != a.shape[-2]:
         raise ValueError("[linalg::cholesky_inv] Cholesky inverse is only defined for square "
                          "matrices.")
+    _refuse_empty_matrix(a, "[linalg::cholesky_inv]")
     from .matmul import matmul
 
     L_inv = _inv_impl(a, True, bool(upper), s)
@@ -350,9 +374,10 @@ def cholesky_inv(a: array, upper: bool = False, *, stream: Any = None) -> array:
     return matmul(S.swapaxes(L_inv, -1, -2, stream=s), L_inv, stream=s)
 
 
-def cross(a: array, b: array, axis: int = -1, *, stream: Any = None) -> array:
+def cross(a: array, b: array, axis: int = -1, *_extra: Any, stream: Any = None) -> array:
     """Cross product of 2- or 3-vectors along ``axis`` (composed of lazy ops: any device)."""
-    if not isinstance(a, array) or not isinstance(b, array) or not isinstance(axis, int):
+    if _extra or not isinstance(a, array) or not isinstance(b, array) or not isinstance(
+            axis, (int, np.integer)):
         raise _signature_error("cross", a, b)
     s = dev.resolve_stream(stream)
     for x in (a, b):
@@ -414,9 +439,9 @@ def _uplo(fn: str, UPLO: Any) -> str:
     return "U" if UPLO == "U" else "L"
 
 
-def eigvalsh(a: array, UPLO: str = "L", *, stream: Any = None) -> array:
+def eigvalsh(a: array, UPLO: str = "L", *_extra: Any, stream: Any = None) -> array:
     """Eigenvalues (ascending) of symmetric/Hermitian matrices. CPU only."""
-    _need_arrays("eigvalsh", a)
+    _need_arrays("eigvalsh", a, extra=_extra)
     uplo = _uplo("eigvalsh", UPLO)
     s = dev.resolve_stream(stream)
     _validate_eig(a, s, "[linalg::eigvalsh]")
@@ -424,9 +449,9 @@ def eigvalsh(a: array, UPLO: str = "L", *, stream: Any = None) -> array:
     return make(P.Eigh(uplo, False), (a,), a.shape[:-1], d, s)
 
 
-def eigh(a: array, UPLO: str = "L", *, stream: Any = None) -> tuple[array, array]:
+def eigh(a: array, UPLO: str = "L", *_extra: Any, stream: Any = None) -> tuple[array, array]:
     """Eigenvalues (ascending) and unit eigenvectors (columns) of symmetric matrices. CPU only."""
-    _need_arrays("eigh", a)
+    _need_arrays("eigh", a, extra=_extra)
     uplo = _uplo("eigh", UPLO)
     s = dev.resolve_stream(stream)
     _validate_eig(a, s, "[linalg::eigh]")
@@ -435,17 +460,17 @@ def eigh(a: array, UPLO: str = "L", *, stream: Any = None) -> tuple[array, array
     return w, v
 
 
-def eigvals(a: array, *, stream: Any = None) -> array:
+def eigvals(a: array, *_extra: Any, stream: Any = None) -> array:
     """Eigenvalues of general square matrices, complex64. CPU only."""
-    _need_arrays("eigvals", a)
+    _need_arrays("eigvals", a, extra=_extra)
     s = dev.resolve_stream(stream)
     _validate_eig(a, s, "[linalg::eigvals]")
     return make(P.Eig(False), (a,), a.shape[:-1], dt.complex64, s)
 
 
-def eig(a: array, *, stream: Any = None) -> tuple[array, array]:
+def eig(a: array, *_extra: Any, stream: Any = None) -> tuple[array, array]:
     """Eigenvalues and unit right eigenvectors of general matrices, complex64. CPU only."""
-    _need_arrays("eig", a)
+    _need_arrays("eig", a, extra=_extra)
     s = dev.resolve_stream(stream)
     _validate_eig(a, s, "[linalg::eig]")
     w, v = make_multi(P.Eig(True), (a,), [(a.shape[:-1], dt.complex64),
@@ -459,6 +484,7 @@ def _validate_lu(a: array, s: dev.Stream, fname: str) -> None:
     _check_cpu_stream(s, fname)
     _check_float(a.dtype, fname)
     _check_ndim(a, fname)
+    _refuse_empty_matrix(a, fname)
 
 
 def _lu_helper(a: array, s: dev.Stream) -> list[array]:
@@ -468,9 +494,9 @@ def _lu_helper(a: array, s: dev.Stream) -> list[array]:
                                       (a.shape[:-1], dt.uint32)], s)
 
 
-def lu(a: array, *, stream: Any = None) -> tuple[array, array, array]:
+def lu(a: array, *_extra: Any, stream: Any = None) -> tuple[array, array, array]:
     """(P, L, U) with ``A = L[P, :] @ U``; P holds row indices (uint32). CPU only."""
-    _need_arrays("lu", a)
+    _need_arrays("lu", a, extra=_extra)
     s = dev.resolve_stream(stream)
     _validate_lu(a, s, "[linalg::lu]")
     LU, _, rows = _lu_helper(a, s)
@@ -487,9 +513,9 @@ def lu(a: array, *, stream: Any = None) -> tuple[array, array, array]:
     return rows, L, U
 
 
-def lu_factor(a: array, *, stream: Any = None) -> tuple[array, array]:
+def lu_factor(a: array, *_extra: Any, stream: Any = None) -> tuple[array, array]:
     """Packed LU and LAPACK's (0-based, uint32) pivots. CPU only."""
-    _need_arrays("lu_factor", a)
+    _need_arrays("lu_factor", a, extra=_extra)
     s = dev.resolve_stream(stream)
     _validate_lu(a, s, "[linalg::lu_factor]")
     out = _lu_helper(a, s)
@@ -516,11 +542,12 @@ def _validate_solve(a: array, b: array, s: dev.Stream, fname: str) -> None:
     if out is not dt.float32 and out is not dt.float64:
         raise ValueError(f"{fname} Input arrays must promote to float32 or float64.  Received "
                          f"arrays with type {a.dtype.name} and {b.dtype.name}.")
+    _refuse_empty_matrix(a, fname)
 
 
-def solve(a: array, b: array, *, stream: Any = None) -> array:
+def solve(a: array, b: array, *_extra: Any, stream: Any = None) -> array:
     """x with ``a @ x = b`` via LU with partial pivoting (MLX's composition). CPU only."""
-    _need_arrays("solve", a, b)
+    _need_arrays("solve", a, b, extra=_extra)
     s = dev.resolve_stream(stream)
     _validate_solve(a, b, s, "[linalg::solve]")
     p, L, U = lu(a, stream=s)
@@ -536,9 +563,11 @@ def solve(a: array, b: array, *, stream: Any = None) -> array:
     return solve_triangular(U, y, upper=True, stream=s)
 
 
-def solve_triangular(a: array, b: array, *, upper: bool = False, stream: Any = None) -> array:
+def solve_triangular(a: array, b: array, *_extra: Any, upper: bool = False,
+                     stream: Any = None) -> array:
     """x with ``tri(a) @ x = b`` (``tri_inv(a) @ b``, as MLX computes it). CPU only."""
-    _need_arrays("solve_triangular", a, b)
+    _need_arrays("solve_triangular", a, b, extra=_extra)
+    _need_bool("solve_triangular", upper)
     s = dev.resolve_stream(stream)
     _validate_solve(a, b, s, "[linalg::solve_triangular]")
     from .matmul import matmul
@@ -605,18 +634,18 @@ def _slogdet_impl(x: array, s: dev.Stream) -> tuple[array, array]:
     return sign_val, logabs
 
 
-def slogdet(a: array, *, stream: Any = None) -> tuple[array, array]:
+def slogdet(a: array, *_extra: Any, stream: Any = None) -> tuple[array, array]:
     """(sign, log|det|) of square matrices; singular: (0, -inf). CPU only."""
-    _need_arrays("slogdet", a)
+    _need_arrays("slogdet", a, extra=_extra)
     s = dev.resolve_stream(stream)
     _validate_det(a, s, "[linalg::slogdet]")
     x = _astype(a, _at_least_float(a.dtype), s)
     return _slogdet_impl(x, s)
 
 
-def det(a: array, *, stream: Any = None) -> array:
+def det(a: array, *_extra: Any, stream: Any = None) -> array:
     """Determinant: closed form up to 3x3, sign*exp(log|det|) from LU above. CPU only."""
-    _need_arrays("det", a)
+    _need_arrays("det", a, extra=_extra)
     s = dev.resolve_stream(stream)
     _validate_det(a, s, "[linalg::det]")
     x = _astype(a, _at_least_float(a.dtype), s)
@@ -624,6 +653,25 @@ def det(a: array, *, stream: Any = None) -> array:
         return _det_raw_small(x, s)
     sign_val, logabs = _slogdet_impl(x, s)
     return E.multiply(sign_val, E.exp(logabs, stream=s), stream=s)
+
+
+def _hide_extra() -> None:
+    import inspect
+
+    for name in __all__:
+        f = globals()[name]
+        sig = inspect.signature(f)
+        f.__signature__ = sig.replace(parameters=[
+            p for p in sig.parameters.values() if p.kind is not p.VAR_POSITIONAL])
+
+
+_hide_extra()
+
+
+def __dir__() -> list[str]:
+    # dir(mx.linalg) as MLX shows it: MLX lists only the public functions, not our helpers
+    return [n for n in ("__doc__", "__loader__", "__name__", "__package__", "__spec__")
+            if n in globals()] + sorted(__all__)
 
 
 def __getattr__(name: str):

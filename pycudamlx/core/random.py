@@ -123,8 +123,10 @@ def key(seed: int) -> array:  # noqa: F811
 
 def _check_key(k: Any) -> array:
     if not isinstance(k, array):
-        raise TypeError("key must be an mlx.core.array (a uint32 array of shape (2,)) or None, "
-                        f"not {type(k).__name__}")
+        from ._nanobind import outer_argument_error
+
+        raise outer_argument_error("key must be an mlx.core.array (a uint32 array of shape (2,)) "
+                                   f"or None, not {type(k).__name__}")
     if k._dtype is not dt.uint32:
         raise ValueError(f"[bits] Expected key type uint32 but received {k._dtype.name}.")
     if k._shape != (2,):
@@ -160,7 +162,14 @@ def _bits(shape: Sequence[int], width: int, k: Any, s: dev.Stream) -> array:
 def split(key: array, num: int = 2, stream: Any = None) -> array:  # noqa: F811
     """Split a PRNG key into ``num`` sub keys: a (num, 2) uint32 array."""
     s = dev.resolve_stream(stream)
-    return _bits((operator.index(num), 2), 4, _check_key(key), s)
+    try:
+        n = operator.index(num)
+    except TypeError:
+        from ._nanobind import _RANDOM_SPLIT
+
+        raise argument_error("split", f"split(): num must be an int, not "
+                                      f"{type(num).__name__}", _RANDOM_SPLIT) from None
+    return _bits((n, 2), 4, _check_key(key), s)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -188,7 +197,29 @@ def _int_param(value: Any, name: str, fn: str) -> int:
 
 
 def _dtype_arg(dtype: Any, fn: str) -> dt.Dtype:
-    return dt.float32 if dtype is None else dt.to_dtype(dtype, fn)
+    if dtype is None:
+        return dt.float32
+    try:
+        return dt.to_dtype(dtype, fn)
+    except TypeError as e:
+        raise argument_error(fn, e) from None
+
+
+def _float_param(value: Any, name: str, fn: str) -> float:
+    """nanobind's float: anything with __float__ or __index__ (an mx.array scalar too), not a
+    str."""
+    t = type(value)
+    if isinstance(value, (str, bytes)) or not (hasattr(t, "__float__") or hasattr(t, "__index__")):
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: {name} must be a "
+                                 f"float, got {t.__name__}")
+    return float(value)
+
+
+def _array_param(value: Any, fn: str, *values: Any) -> None:
+    """nanobind's ``array`` parameters take mx.array only (no lists, numpy arrays, scalars)."""
+    if not isinstance(value, array) or not all(isinstance(v, array) for v in values):
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: expected mx.array "
+                                 f"arguments, got {type(value).__name__}")
 
 
 def _is_scalar(x: Any) -> bool:
@@ -405,11 +436,12 @@ def gumbel(shape: Sequence[int] = (), dtype: Any = dt.float32, key: array | None
 def laplace(shape: Sequence[int] = (), dtype: Any = dt.float32, loc: float = 0.0,
             scale: float = 1.0, key: array | None = None, stream: Any = None) -> array:  # noqa
     """Laplace samples by the inverse CDF: sign(u) * log1p(-|u|), u uniform in (-1, 1)."""
+    loc = _float_param(loc, "loc", "laplace")
+    scale = _float_param(scale, "scale", "laplace")
     key = _take_key(key)
     dtype = _dtype_arg(dtype, "laplace")
     if dtype.kind != "f":
         raise ValueError("[laplace] Only real floating point types are supported.")
-    loc, scale = float(loc), float(scale)
     s = dev.resolve_stream(stream)
     u = _unit_pm1(_shape_tuple(shape, "laplace"), key, s)
     # MLX multiplies by -1 as an array of the output dtype: a float64 draw takes its log1p in
@@ -465,7 +497,8 @@ def categorical(logits: array, axis: int = -1, shape: Sequence[int] | None = Non
                 stream: Any = None) -> array:  # noqa: F811
     """Samples (uint32 indices along ``axis``) from the categorical distributions given by
     unnormalised log-probabilities: argmax(logits + Gumbel noise)."""
-    axis_i = _int_param(axis, "axis", "categorical")  # the bindings' checks come first
+    _array_param(logits, "categorical")  # the bindings' checks come first
+    axis_i = _int_param(axis, "axis", "categorical")
     n_samples = None if num_samples is None else _int_param(num_samples, "num_samples",
                                                             "categorical")
     key = _take_key(key)
@@ -509,7 +542,7 @@ def permutation(x: int | array, axis: int = 0, key: array | None = None,
                 "stream: StreamOrDevice = None) -> array", x)
         return _permutation_indices(int(x), key, s)
     ndim = len(x._shape)
-    ax = operator.index(axis)
+    ax = _int_param(axis, "axis", "permutation")
     if not -ndim <= ax < ndim:
         raise IndexError(f"[permutation] Invalid axis {axis} for an array with {ndim} "
                          "dimensions.")
@@ -523,6 +556,7 @@ def multivariate_normal(mean: array, cov: array, shape: Sequence[int] = (),
                         stream: Any = None) -> array:  # noqa: F811
     """Jointly normal samples: mean + z @ sqrt(cov), the root taken by SVD as MLX does (so,
     like MLX's linalg.svd, on a CPU stream only)."""
+    _array_param(mean, "multivariate_normal", cov)  # the bindings' checks come first
     key = _take_key(key)
     dtype = _dtype_arg(dtype, "multivariate_normal")
     s = dev.resolve_stream(stream)
@@ -548,6 +582,14 @@ def multivariate_normal(mean: array, cov: array, shape: Sequence[int] = (),
     z = normal(out_shape, dtype, 0.0, 1.0, key, s)
     scaled = make(rp.BatchedVecMat(), (z, root), out_shape, dt.float32, s)
     return add(mean, scaled, stream=s)
+
+
+def __dir__() -> list[str]:
+    # dir(mx.random) as MLX shows it: its samplers and _RandomState (state is reached, not
+    # listed), not our helpers
+    return [n for n in ("__doc__", "__loader__", "__name__", "__package__", "__spec__",
+                        "__getattr__") if n in globals()] + sorted(
+        [n for n in __all__ if n != "state"] + ["_RandomState"])
 
 
 def __getattr__(name: str):

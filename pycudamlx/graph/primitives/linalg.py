@@ -33,6 +33,7 @@ class QRF(Primitive):
 
     __slots__ = ()
     name = "qr"
+    mlx_name = "QRF"  # MLX has no vjp/jvp for it either: its error names this
 
     def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
         return _batched(lambda a: np.linalg.qr(a, mode="reduced"), _work(inputs[0]), 2, outs)
@@ -43,6 +44,7 @@ class SVD(Primitive):
 
     __slots__ = ("compute_uv",)
     name = "svd"
+    mlx_name = "SVD"  # MLX has no vjp/jvp for it either: its error names this
 
     def __init__(self, compute_uv: bool) -> None:
         self.compute_uv = compute_uv
@@ -56,10 +58,33 @@ class SVD(Primitive):
                 u = np.broadcast_to(np.eye(m, dtype=x.dtype), lead + (m, m)).copy()
                 v = np.broadcast_to(np.eye(n, dtype=x.dtype), lead + (n, n)).copy()
                 return [u, np.zeros(outs[1][0]), v]
-            return list(np.linalg.svd(x, full_matrices=True, compute_uv=True))
+            # MLX's LAPACK call sees the transpose A^T = V S U^T: factor that, so the singular
+            # vectors carry the signs MLX gets (numpy on A itself flips most of them)
+            ut, sv, vt = _lapack_svd(np.swapaxes(x, -1, -2), True)
+            return [np.swapaxes(vt, -1, -2), sv, np.swapaxes(ut, -1, -2)]
         if x.size == 0:
             return [np.zeros(outs[0][0])]
+        return _lapack_svd(x, False)
+
+
+def _lapack_svd(x: np.ndarray, compute_uv: bool) -> list[np.ndarray]:
+    """numpy's SVD with MLX's (LAPACK gesdd's) answers for non-finite input: a NaN is refused
+    with error code -4; an inf (no NaN) gives NaN factors."""
+    if np.isnan(x).any():
+        raise RuntimeError("[SVD::eval_cpu] SVD failed with error code -4")
+    if not np.isfinite(x).all():
+        m, n = x.shape[-2:]
+        lead = x.shape[:-2]
+        s = np.full(lead + (min(m, n),), np.nan, x.real.dtype)
+        if not compute_uv:
+            return [s]
+        return [np.full(lead + (m, m), np.nan, x.dtype), s, np.full(lead + (n, n), np.nan, x.dtype)]
+    try:
+        if compute_uv:
+            return list(np.linalg.svd(x, full_matrices=True, compute_uv=True))
         return [np.linalg.svd(x, compute_uv=False)]
+    except np.linalg.LinAlgError:  # no convergence: gesdd's info > 0
+        raise RuntimeError("[SVD::eval_cpu] SVD failed with error code 1") from None
 
 
 class Inverse(Primitive):
@@ -67,6 +92,7 @@ class Inverse(Primitive):
 
     __slots__ = ("tri", "upper")
     name = "inverse"
+    mlx_name = "Inverse"  # MLX has no vjp/jvp for it either: its error names this
 
     def __init__(self, tri: bool, upper: bool) -> None:
         self.tri = tri
@@ -120,6 +146,7 @@ class Cholesky(Primitive):
 
     __slots__ = ("upper",)
     name = "cholesky"
+    mlx_name = "Cholesky"  # MLX has no vjp/jvp for it either: its error names this
 
     def __init__(self, upper: bool) -> None:
         self.upper = upper
@@ -162,6 +189,7 @@ class Eigh(Primitive):
 
     __slots__ = ("uplo", "vectors")
     name = "eigh"
+    mlx_name = "Eigh"  # MLX has no vjp/jvp for it either: its error names this
 
     def __init__(self, uplo: str, vectors: bool) -> None:
         self.uplo = uplo
@@ -171,10 +199,17 @@ class Eigh(Primitive):
         x = _work(inputs[0])
         if x.size == 0:
             return [np.zeros(s) for s, _ in outs]
+        # MLX hands its row-major matrix to LAPACK, which reads the (conjugate) transpose: the
+        # same Hermitian matrix from the other triangle. Solving that one gives LAPACK's
+        # eigenvector signs as MLX gets them (numpy on ``x`` itself flips ~90% of them).
+        xt = np.swapaxes(x, -1, -2)
+        if np.iscomplexobj(xt):
+            xt = np.conj(xt)
+        uplo = "U" if self.uplo == "L" else "L"
         if self.vectors:
-            w, v = np.linalg.eigh(x, UPLO=self.uplo)
+            w, v = np.linalg.eigh(xt, UPLO=uplo)
             return [w, v]
-        return [np.linalg.eigvalsh(x, UPLO=self.uplo)]
+        return [np.linalg.eigvalsh(xt, UPLO=uplo)]
 
 
 class Eig(Primitive):
@@ -182,6 +217,7 @@ class Eig(Primitive):
 
     __slots__ = ("vectors",)
     name = "eig"
+    mlx_name = "Eig"  # MLX has no vjp/jvp for it either: its error names this
 
     def __init__(self, vectors: bool) -> None:
         self.vectors = vectors
@@ -190,10 +226,33 @@ class Eig(Primitive):
         x = _work(inputs[0])
         if x.size == 0:
             return [np.zeros(s, np.complex64) for s, _ in outs]
-        if self.vectors:
-            w, v = np.linalg.eig(x)
-            return [w.astype(np.complex128), v.astype(np.complex128)]
-        return [np.linalg.eigvals(x).astype(np.complex128)]
+        if not np.isfinite(x).all():
+            # numpy refuses; MLX's geev returns NaNs (or aborts the process): NaN outputs
+            return [np.full(s, np.nan + 0j, np.complex128) for s, _ in outs]
+        # MLX's LAPACK call sees the transpose: its eigenvalues come in geev's order for x^T
+        order = np.linalg.eigvals(np.swapaxes(x, -1, -2))
+        if not self.vectors:
+            return [order.astype(np.complex128)]
+        w, v = np.linalg.eig(x)
+        perm = _match_order(w, order)
+        w = np.take_along_axis(w, perm, -1)
+        v = np.take_along_axis(v, perm[..., None, :], -1)
+        return [w.astype(np.complex128), v.astype(np.complex128)]
+
+
+def _match_order(w: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Indices into ``w`` (..., n) putting its eigenvalues in ``target``'s order: each target
+    value takes the nearest unused one (equal values are interchangeable)."""
+    flat_w = w.reshape(-1, w.shape[-1])
+    flat_t = target.reshape(-1, w.shape[-1])
+    perm = np.empty(flat_w.shape, dtype=np.int64)
+    for b in range(flat_w.shape[0]):
+        free = list(range(flat_w.shape[1]))
+        for j, t in enumerate(flat_t[b]):
+            k = min(free, key=lambda i: abs(flat_w[b, i] - t))
+            perm[b, j] = k
+            free.remove(k)
+    return perm.reshape(w.shape)
 
 
 def lu_factor_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -233,6 +292,7 @@ class LUF(Primitive):
 
     __slots__ = ()
     name = "lu_factor"
+    mlx_name = "LUF"  # MLX has no vjp/jvp for it either: its error names this
 
     def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]) -> list[np.ndarray]:
         lu, piv, rows = lu_factor_numpy(_work(inputs[0]))
