@@ -652,3 +652,21 @@ def test_vjp_ignores_extra_cotangents_and_refuses_too_few():
             m.vjp(lambda a: (a, a), [m.ones(2)], [m.ones(2)])
         msgs.append(str(info.value))
     assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("index", [0, -1, "rows", "step", "rev"])
+@pytest.mark.parametrize("op", ["multiply", "divide"])
+def test_at_multiply_divide_with_basic_indices_differentiates_like_mlx(index, op):
+    """MLX writes x[i] * v back as a slice update when no index is an array: differentiable
+    there (only an index array makes it an undifferentiable scatter_prod)."""
+    def fn(m, a, b):
+        idx = {"rows": slice(0, 2), "step": (slice(None), slice(None, None, 2)),
+               "rev": (1, slice(None, None, -1))}.get(index, index)
+        v = b[:2] if index == "step" else b
+        return (getattr(a.at[idx], op)(v) * m.arange(4)).sum()
+
+    a = _rand(3, 4)
+    b = _rand(4, lo=0.5, hi=2.0)
+    ours = mx.grad(lambda *x: fn(mx, *x), argnums=(0, 1))(mx.array(a), mx.array(b))
+    theirs = M.grad(lambda *x: fn(M, *x), argnums=(0, 1))(M.array(a), M.array(b))
+    _close(ours, theirs)
