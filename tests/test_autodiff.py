@@ -352,6 +352,10 @@ ERRORS = [
     lambda m, x: m.value_and_grad(lambda p: m.array(1.0))([]),
     lambda m, x: m.grad(lambda p, x: x.sum(), argnums=(0,))({"a": []}, x),
     lambda m, x: m.grad(lambda p, x=None: 1.0, argnums=[], argnames="x")(x, x={}),
+    # rules that are not callables: nanobind's signature error, at definition time
+    lambda m, x: m.custom_function(lambda v: v).vjp(3),
+    lambda m, x: m.custom_function(lambda v: v).jvp(x),
+    lambda m, x: m.custom_function(lambda v: v).vmap(None),
 ]
 
 

@@ -292,11 +292,15 @@ class custom_function:  # noqa: N801 - MLX's name
 
     def vjp(self, f: Callable) -> custom_function:
         """Define a custom vjp ``f(primals, cotangents, outputs)`` for the wrapped function."""
+        if not callable(f):
+            raise _type_error("vjp(self, f: Callable)", (self, f), {})
         self.vjp_fn = f
         return self
 
     def jvp(self, f: Callable) -> custom_function:
         """Define a custom jvp ``f(primals, tangents)`` for the wrapped function."""
+        if not callable(f):
+            raise _type_error("jvp(self, f: Callable)", (self, f), {})
         self.jvp_fn = f
         return self
 
@@ -304,6 +308,8 @@ class custom_function:  # noqa: N801 - MLX's name
         """Define a custom vectorization ``f(inputs, axes) -> (outputs, out_axes)``: ``inputs``
         are the positional arguments (one as itself, several as a tuple) with the batch axis
         first, ``axes`` the same tree holding 0 or None (not batched)."""
+        if not callable(f):
+            raise _type_error("vmap(self, f: Callable)", (self, f), {})
         self.vmap_fn = f
         return self
 
