@@ -16,6 +16,7 @@ import functools
 from typing import Any, Callable, Sequence
 
 from .. import dtypes as dt
+from . import _compile_replay as _replay
 from . import _compile_trace
 from . import device as dev
 from .array import array, make, make_multi
@@ -43,11 +44,17 @@ def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: obje
     #: MLX's trace cache, reduced to what is observable here: per trace signature, the global
     #: key the trace drew its random numbers from.
     traced: dict[tuple, Any] = {}
+    #: Recorded traces (_compile_replay), per exact signature (shapes even when shapeless:
+    #: a recording is rebuilt at its own shapes only). Shared by every compiled wrapper of
+    #: the same function while one lives, as MLX's cache (keyed by the function's id).
+    recordings = _replay.shared_cache(fun)
+    can_record = not random_captured and _replay.writable(outputs)
 
     @functools.wraps(fun)
     def compiled(*args: Any, **kwargs: Any) -> Any:
         if not _enabled:
             return fun(*args, **kwargs)
+        keep = _replay.first_call_done()
         signature: list = []
         _argument_signature(args, shapeless, signature)
         if kwargs:
@@ -55,8 +62,20 @@ def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: obje
             _argument_signature(tuple(kwargs.values()), shapeless, signature)
         # What MLX's trace sees as inputs: evaluating anything that depends on them inside
         # ``fun`` is MLX's ValueError.
-        leaves: list[array] = []
-        _array_leaves((args, kwargs, inputs), leaves)
+        leaves: list[array] = _replay.array_leaves((args, kwargs, inputs), [])
+        if can_record and not _compile_trace.active and not _transform_active():
+            state_sig: list = []
+            _state_signature(inputs, False, state_sig)
+            first: dict[int, int] = {}
+            replay_key = (tuple(signature), tuple(state_sig), dev.resolve_stream(None),
+                          tuple(a._shape for a in leaves) if shapeless else None,
+                          tuple(first.setdefault(id(a), i) for i, a in enumerate(leaves)))
+            rec = recordings.get(replay_key)
+            if rec is not None and (not rec.state_refs or len(
+                    _replay.array_leaves(outputs, [])) == len(rec.state_refs)):
+                return _replay.replay(rec, leaves, outputs)
+            return _record_call(fun, args, kwargs, leaves, inputs, outputs, shapeless, signature,
+                                traced, key_state, recordings, replay_key, keep)
         _compile_trace.enter(leaves)
         try:
             if random_captured:  # the key is an input: fresh draws each call, as run eagerly
@@ -78,7 +97,62 @@ def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: obje
         finally:
             _compile_trace.leave()
 
+    recordings_owner = _replay.CacheUser(fun)
+    compiled.__dict__["_recordings_user"] = recordings_owner  # released with the wrapper
     return compiled
+
+
+def _transform_active() -> bool:
+    """Whether a grad/vjp/jvp/vmap is tracing (a compiled call inside runs its body)."""
+    from ..autodiff import custom as _custom
+    from ..autodiff import engine
+
+    return engine._depth > 0 or _custom.vmap_tracing > 0
+
+
+def _record_call(fun: Callable[..., Any], args: tuple, kwargs: dict, leaves: list, inputs: Any,
+                 outputs: Any,
+                 shapeless: bool, signature: list, traced: dict, key_state: Any,
+                 recordings: dict, replay_key: tuple, keep: bool) -> Any:
+    """Run ``fun`` as a trace (eagerly, on the real arguments) and record its graph for later
+    calls with ``replay_key`` (_compile_replay), unless the body did something a replay could
+    not repeat (or ``keep`` is False: MLX's first compiled call of a process traces again at
+    the next call)."""
+    before = leaves
+    nodes = [(a._prim, a._inputs, a._data) for a in before]
+    _compile_trace.enter(before)
+    try:
+        with _replay.KeepEvaluated() as tape:
+            _state_signature(inputs, shapeless, signature)
+            sig = tuple(signature)
+            words = traced.get(sig)
+            if words is None:  # a new trace draws from (and advances) the global key
+                traced[sig] = key_state._words
+                out = fun(*args, **kwargs)
+            else:
+                current = key_state._words
+                key_state._set(words)
+                try:
+                    out = fun(*args, **kwargs)
+                finally:
+                    key_state._set(current)
+            after_args = _replay.array_leaves((args, kwargs), [])
+            n_args = len(after_args)
+            unchanged = (len(before) >= n_args and all(
+                a is b for a, b in zip(after_args, before)) and all(
+                a._prim is p and a._inputs is i and a._data is d
+                for a, (p, i, d) in zip(before, nodes)))
+            if unchanged and outputs is None and inputs is not None:
+                unchanged = all(a is b for a, b in zip(
+                    _replay.array_leaves(inputs, []), before[n_args:]))
+            if unchanged:
+                state_out = _replay.array_leaves(outputs, []) if outputs is not None else []
+                rec = _replay.record(before, out, state_out, tape)
+                if rec is not None and keep:
+                    recordings[replay_key] = rec
+    finally:
+        _compile_trace.leave()
+    return out
 
 
 _CONSTANTS = "floats, ints, strings, or None"
@@ -122,19 +196,6 @@ def _state_signature(tree: Any, shapeless: bool, out: list) -> None:
         out.append(tuple(tree))
         for x in tree.values():
             _state_signature(x, shapeless, out)
-
-
-def _array_leaves(tree: Any, out: list[array]) -> None:
-    """The arrays in ``tree``'s lists, tuples and dicts."""
-    stack = [tree]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, array):
-            out.append(x)
-        elif isinstance(x, (list, tuple)):
-            stack.extend(x)
-        elif isinstance(x, dict):
-            stack.extend(x.values())
 
 
 def _holds(tree: Any, target: object) -> bool:

@@ -25,6 +25,7 @@ for shape, dtype in [((3, 8), mx.float32), ((3, 8), mx.float32), ((5, 8), mx.flo
     x = mx.random.normal(shape).astype(dtype)
     out = fixed(x, w.astype(dtype))
     print("fixed", out.shape, out.dtype, round(out.astype(mx.float32).sum().item(), 2))
+print("fixed traces", len(traces))
 traces.clear()
 free = mx.compile(gelu_mlp, shapeless=True)
 for n in [2, 7, 7, 11]:
