@@ -1,13 +1,15 @@
-"""Function transforms: the part that needs no autodiff yet.
+"""Function transforms: mx.compile and stop_gradient.
 
-``mx.compile`` returns a function that computes what ``fun`` computes. MLX traces and fuses the
-graph; pycudamlx runs the function as written (its ops are lazy already, so the results, dtypes
-and errors are those of the uncompiled function, which MLX's compile promises to preserve).
-One trace effect is kept because programs print its numbers: random numbers drawn inside a
-compiled function that does not capture ``mx.random.state`` are constants of MLX's trace (the
-same draws at every call until a new trace; the global key advances at the trace only).
-``enable_compile``/``disable_compile`` are kept for code that calls them. ``stop_gradient`` is
-the identity on values. Gradients (grad, vjp, jvp, value_and_grad) and vmap are not here yet.
+``mx.compile`` returns a function that computes what ``fun`` computes, with MLX's trace cache
+(``_compile_replay``): the body runs on the first call of each trace signature (argument
+shapes, dtypes, tree structure, constants; captured ``inputs``' shapes; the default stream) and
+later calls rebuild the recorded lazy graph on the new arrays, so Python side effects happen once
+per trace and arrays the body reads outside its arguments are trace constants, as in MLX. No
+graph fusion: the ops are lazy already. Random numbers drawn inside a compiled function that
+does not capture ``mx.random.state`` are constants of the trace (the global key advances at the
+trace only); capturing the key (or a transform around the call) runs the body every call.
+``enable_compile``/``disable_compile`` switch it off and on. ``stop_gradient`` is the identity
+on values.
 """
 
 from __future__ import annotations
@@ -28,11 +30,12 @@ _enabled = True
 
 def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: object | None = None,
             shapeless: bool = False) -> Callable[..., Any]:
-    """A function producing the same outputs as ``fun`` (run as written: no graph fusion).
+    """A function producing the same outputs as ``fun``, tracing it once per signature.
 
-    ``inputs``/``outputs`` (state captured by MLX's compiled function) need no capture here:
-    the function reads and writes that state itself each time it runs. Random draws repeat
-    between calls of one trace signature unless ``mx.random.state`` is captured, as in MLX."""
+    ``inputs`` arrays are inputs of the trace, ``outputs`` arrays are written back after each
+    replayed call. Random draws repeat between calls of one trace signature unless
+    ``mx.random.state`` is captured, as in MLX. ``shapeless``: MLX traces once per ndim; here a
+    recording replays at its own shapes only (other shapes run the body again)."""
     if not callable(fun):
         raise dt._incompatible_arguments(
             "compile(fun: Callable[P, R], inputs: object | None = None, outputs: object | None "
@@ -213,13 +216,13 @@ def _holds(tree: Any, target: object) -> bool:
 
 
 def disable_compile() -> None:
-    """Globally disable compilation (accepted; functions always run as written here)."""
+    """Globally disable compilation: compiled functions run their body at every call."""
     global _enabled
     _enabled = False
 
 
 def enable_compile() -> None:
-    """Globally enable compilation (accepted; functions always run as written here)."""
+    """Globally enable compilation (the trace cache)."""
     global _enabled
     _enabled = True
 
