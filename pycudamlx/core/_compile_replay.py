@@ -31,7 +31,7 @@ from typing import Any
 
 from ..graph import evaluate as _ev
 from . import device as dev
-from .array import array, make, make_multi
+from .array import _ALIAS, array, make, make_multi
 
 
 #: id(function) -> [number of live compiled wrappers, {trace key: Recording}].
@@ -180,9 +180,23 @@ def _node(n: array, tape: dict) -> tuple | None:
     return None
 
 
-def record(leaves: list, outputs: Any, state_out: list, tape: dict) -> Recording | None:
+def stand_in(x: Any) -> Any:
+    """What a traced body gets for a top-level argument: a fresh node with an array's value."""
+    if not isinstance(x, array):
+        return x
+    return make(_ALIAS, (x,), x._shape, x._dtype, x._stream or dev.resolve_stream(None))
+
+
+_UNCAPTURED = ("[compile] Attempting to compile a function with uncaptured inputs is not "
+               "allowed.")
+
+
+def record(leaves: list, outputs: Any, state_out: list, tape: dict,
+           replaced: set[int]) -> Recording | None:
     """The recording of a trace whose leaves are ``leaves`` and whose results are the arrays
-    of ``outputs`` and ``state_out``; None when nothing can be recorded."""
+    of ``outputs`` and ``state_out``; None when nothing can be recorded. ``replaced``: ids of
+    argument arrays the body got stand-ins for; reaching one (read through a closure) is
+    MLX's ValueError."""
     out_arrays = array_leaves(outputs, [])
     slot: dict[int, int] = {}
     for i, a in enumerate(leaves):  # an array passed twice: its first place (the key has
@@ -198,6 +212,8 @@ def record(leaves: list, outputs: Any, state_out: list, tape: dict) -> Recording
         if not expanded:
             if key in slot or key in info:
                 continue
+            if key in replaced:
+                raise ValueError(_UNCAPTURED)
             node = _node(n, tape)
             info[key] = None
             keep.append(n)

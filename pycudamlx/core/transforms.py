@@ -121,7 +121,12 @@ def _record_call(fun: Callable[..., Any], args: tuple, kwargs: dict, leaves: lis
     calls with ``replay_key`` (_compile_replay), unless the body did something a replay could
     not repeat (or ``keep`` is False: MLX's first compiled call of a process traces again at
     the next call)."""
-    before = leaves
+    # The body gets stand-ins for its array arguments (MLX's tracers): in-place updates inside
+    # do not reach the caller's arrays, and a closure reading an argument array is told apart.
+    args = tuple(_replay.stand_in(a) for a in args)
+    kwargs = {k: _replay.stand_in(v) for k, v in kwargs.items()}
+    originals = [a for a in leaves if isinstance(a, array)]
+    before = _replay.array_leaves((args, kwargs, inputs), [])
     nodes = [(a._prim, a._inputs, a._data) for a in before]
     _compile_trace.enter(before)
     try:
@@ -150,7 +155,8 @@ def _record_call(fun: Callable[..., Any], args: tuple, kwargs: dict, leaves: lis
                     _replay.array_leaves(inputs, []), before[n_args:]))
             if unchanged:
                 state_out = _replay.array_leaves(outputs, []) if outputs is not None else []
-                rec = _replay.record(before, out, state_out, tape)
+                rec = _replay.record(before, out, state_out, tape,
+                                     {id(a) for a, b in zip(originals, before) if a is not b})
                 if rec is not None and keep:
                     recordings[replay_key] = rec
     finally:
