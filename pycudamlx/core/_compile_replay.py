@@ -144,6 +144,16 @@ class _Slot:
 _SLOT = _Slot()
 
 
+def _plain(tree: Any) -> bool:
+    """Whether ``tree``'s containers are plain lists, tuples and dicts (rebuilt as such)."""
+    t = type(tree)
+    if t is list or t is tuple:
+        return all(_plain(x) for x in tree)
+    if t is dict:
+        return all(_plain(x) for x in tree.values())
+    return not isinstance(tree, (list, tuple, dict))
+
+
 def _skeleton(tree: Any) -> Any:
     """``tree`` with each array replaced by _SLOT."""
     if isinstance(tree, array):
@@ -197,6 +207,8 @@ def record(leaves: list, outputs: Any, state_out: list, tape: dict,
     of ``outputs`` and ``state_out``; None when nothing can be recorded. ``replaced``: ids of
     argument arrays the body got stand-ins for; reaching one (read through a closure) is
     MLX's ValueError."""
+    if not _plain(outputs):  # a namedtuple, a Module...: the body builds it at every call
+        return None
     out_arrays = array_leaves(outputs, [])
     slot: dict[int, int] = {}
     for i, a in enumerate(leaves):  # an array passed twice: its first place (the key has
