@@ -674,3 +674,21 @@ def test_at_multiply_divide_with_basic_indices_differentiates_like_mlx(index, op
     ours = mx.grad(lambda *x: fn(mx, *x), argnums=(0, 1))(mx.array(a), mx.array(b))
     theirs = M.grad(lambda *x: fn(M, *x), argnums=(0, 1))(M.array(a), M.array(b))
     _close(ours, theirs)
+
+
+@pytest.mark.parametrize("name", ["mul", "sin", "softmax", "neg", "matmul", "chain"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_jvp_float32_tangents_of_a_half_function_are_float32_as_mlx(name, dtype):
+    """mx.ones(shape) tangents (float32) for a half-precision function: MLX's tangents promote
+    through each jvp, so the output tangents are float32."""
+    fns = {"mul": lambda m, v: v * v, "sin": lambda m, v: m.sin(v),
+           "softmax": lambda m, v: m.softmax(v), "neg": lambda m, v: -v,
+           "matmul": lambda m, v: v @ v, "chain": lambda m, v: m.exp(m.sin(v) * v).sum()}
+    x = _rand(5)
+    t = _rand(5)
+    ours = mx.jvp(lambda v: fns[name](mx, v), [mx.array(x).astype(getattr(mx, dtype))],
+                  [mx.array(t)])
+    theirs = M.jvp(lambda v: fns[name](M, v), [M.array(x).astype(getattr(M, dtype))],
+                   [M.array(t)])
+    _close(ours[0], theirs[0], rtol=1e-2, atol=1e-2)
+    _close(ours[1], theirs[1], rtol=2e-2, atol=2e-2)

@@ -262,7 +262,28 @@ def jvp(fun: Callable, primals: Sequence[array], tangents: Sequence[array]
             jvps = engine.backward(gs, cts, us, tape)
         else:
             jvps = [None] * len(us)
-    return outs, [j if j is not None else engine.zeros_for(o) for j, o in zip(jvps, outs)]
+    jvps = [j if j is not None else engine.zeros_for(o) for j, o in zip(jvps, outs)]
+    return outs, _widen_tangents(jvps, ts)
+
+
+def _widen_tangents(jvps: list, tangents: list) -> list:
+    """MLX's tangents promote through each primitive's jvp: float tangents wider than the
+    primals (float32 ones for a float16 function) give float32 output tangents. The transposed
+    vjp here works in the primals' dtypes, so widen its results to that promotion."""
+    wide = None
+    for t in tangents:
+        if dt.issubdtype(t._dtype, dt.floating):
+            wide = t._dtype if wide is None else dt.promote_types(wide, t._dtype)
+    if wide is None:
+        return jvps
+    out = []
+    for j in jvps:
+        if dt.issubdtype(j._dtype, dt.floating):
+            target = dt.promote_types(j._dtype, wide)
+            if target is not j._dtype:
+                j = j.astype(target)
+        out.append(j)
+    return out
 
 
 class custom_function:  # noqa: N801 - MLX's name
