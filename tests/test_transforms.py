@@ -287,3 +287,14 @@ def test_compiled_body_gets_stand_ins_for_array_arguments_as_mlx():
     assert ours[2] == theirs[2] and "uncaptured inputs" in ours[2]
     for a, b in zip(ours[:2] + ours[3:], theirs[:2] + theirs[3:]):
         np.testing.assert_array_equal(a, b)
+
+
+def test_compile_refuses_a_shapeless_that_is_not_a_bool_as_mlx():
+    mlx = pytest.importorskip("mlx.core")
+    for bad in (1, np.bool_(True), None):
+        errors = []
+        for m in (mx, mlx):
+            with pytest.raises(TypeError) as info:
+                m.compile(lambda a: a, shapeless=bad)
+            errors.append(str(info.value))
+        assert errors[0] == errors[1]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
+
 from .. import dtypes as dt
 from . import _compile_replay as _replay
 from . import _compile_trace
@@ -36,10 +37,13 @@ def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: obje
     replayed call. Random draws repeat between calls of one trace signature unless
     ``mx.random.state`` is captured, as in MLX. ``shapeless``: MLX traces once per ndim; here a
     recording replays at its own shapes only (other shapes run the body again)."""
-    if not callable(fun):
-        raise dt._incompatible_arguments(
-            "compile(fun: Callable[P, R], inputs: object | None = None, outputs: object | None "
-            "= None, shapeless: bool = False) -> Callable[P, R]", fun)
+    if not callable(fun) or not isinstance(shapeless, bool):
+        sig = ("compile(fun: Callable[P, R], inputs: object | None = None, outputs: object | "
+               "None = None, shapeless: bool = False) -> Callable[P, R]")
+        if callable(fun):  # shapeless given as an int etc. (by keyword, as programs write it)
+            raise TypeError(f"{str(dt._incompatible_arguments(sig, fun))}, kwargs = "
+                            f"{{ shapeless: {dt._type_name(shapeless)} }}")
+        raise dt._incompatible_arguments(sig, fun)
     from . import random as rnd
 
     key_state = rnd.state
