@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
-
 from .. import dtypes as dt
 from . import _compile_replay as _replay
 from . import _compile_trace
