@@ -352,6 +352,10 @@ ERRORS = [
     lambda m, x: m.value_and_grad(lambda p: m.array(1.0))([]),
     lambda m, x: m.grad(lambda p, x: x.sum(), argnums=(0,))({"a": []}, x),
     lambda m, x: m.grad(lambda p, x=None: 1.0, argnums=[], argnames="x")(x, x={}),
+    # rules that are not callables: nanobind's signature error, at definition time
+    lambda m, x: m.custom_function(lambda v: v).vjp(3),
+    lambda m, x: m.custom_function(lambda v: v).jvp(x),
+    lambda m, x: m.custom_function(lambda v: v).vmap(None),
 ]
 
 
@@ -653,3 +657,39 @@ def test_vjp_ignores_extra_cotangents_and_refuses_too_few():
             m.vjp(lambda a: (a, a), [m.ones(2)], [m.ones(2)])
         msgs.append(str(info.value))
     assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("index", [0, -1, "rows", "step", "rev"])
+@pytest.mark.parametrize("op", ["multiply", "divide"])
+def test_at_multiply_divide_with_basic_indices_differentiates_like_mlx(index, op):
+    """MLX writes x[i] * v back as a slice update when no index is an array: differentiable
+    there (only an index array makes it an undifferentiable scatter_prod)."""
+    def fn(m, a, b):
+        idx = {"rows": slice(0, 2), "step": (slice(None), slice(None, None, 2)),
+               "rev": (1, slice(None, None, -1))}.get(index, index)
+        v = b[:2] if index == "step" else b
+        return (getattr(a.at[idx], op)(v) * m.arange(4)).sum()
+
+    a = _rand(3, 4)
+    b = _rand(4, lo=0.5, hi=2.0)
+    ours = mx.grad(lambda *x: fn(mx, *x), argnums=(0, 1))(mx.array(a), mx.array(b))
+    theirs = M.grad(lambda *x: fn(M, *x), argnums=(0, 1))(M.array(a), M.array(b))
+    _close(ours, theirs)
+
+
+@pytest.mark.parametrize("name", ["mul", "sin", "softmax", "neg", "matmul", "chain"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_jvp_float32_tangents_of_a_half_function_are_float32_as_mlx(name, dtype):
+    """mx.ones(shape) tangents (float32) for a half-precision function: MLX's tangents promote
+    through each jvp, so the output tangents are float32."""
+    fns = {"mul": lambda m, v: v * v, "sin": lambda m, v: m.sin(v),
+           "softmax": lambda m, v: m.softmax(v), "neg": lambda m, v: -v,
+           "matmul": lambda m, v: v @ v, "chain": lambda m, v: m.exp(m.sin(v) * v).sum()}
+    x = _rand(5)
+    t = _rand(5)
+    ours = mx.jvp(lambda v: fns[name](mx, v), [mx.array(x).astype(getattr(mx, dtype))],
+                  [mx.array(t)])
+    theirs = M.jvp(lambda v: fns[name](M, v), [M.array(x).astype(getattr(M, dtype))],
+                   [M.array(t)])
+    _close(ours[0], theirs[0], rtol=1e-2, atol=1e-2)
+    _close(ours[1], theirs[1], rtol=2e-2, atol=2e-2)

@@ -159,3 +159,24 @@ def test_long_chain_on_the_gpu():
     for _ in range(20_000):
         x = mx.add(x, 1.0, stream=mx.gpu)
     np.testing.assert_array_equal(np.array(x), np.full(8, 20_000, np.float32))
+
+
+def test_compiled_function_replays_its_trace_on_the_gpu():
+    calls = []
+
+    def body(x, w):
+        calls.append(1)
+        g = mx.grad(lambda v: (mx.tanh(x @ v) ** 2).sum())(w)
+        return mx.tanh(x @ w).sum(axis=0), g
+
+    f = mx.compile(body)
+    w = mx.array(_rand((5, 3), seed=1)) * 1.0  # an op first: see _compile_replay.first_call_done
+    for seed in (2, 3, 4):
+        x = mx.array(_rand((8, 5), seed=seed))
+        got = f(x, w)
+        calls_before = len(calls)
+        want = body(x, w)
+        del calls[calls_before:]
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-5, atol=1e-5)
+    assert len(calls) == 1

@@ -24,6 +24,7 @@ from .registry import lookup
 _trace_lock = threading.RLock()
 _depth = 0
 _jvp_depth = 0
+_owned_tape = False  # whether the open traces created graph.evaluate.tape (and drop it)
 
 
 def jvp_mode() -> bool:
@@ -48,20 +49,22 @@ class Trace:
     __slots__ = ("tape",)
 
     def __enter__(self) -> dict:
-        global _depth
+        global _depth, _owned_tape
         with _trace_lock:
             if _ev.tape is None:
                 _ev.tape = {}
+                _owned_tape = True
             _depth += 1
             self.tape = _ev.tape
         return self.tape
 
     def __exit__(self, *exc: Any) -> None:
-        global _depth
+        global _depth, _owned_tape
         with _trace_lock:
             _depth -= 1
-            if _depth == 0:
+            if _depth == 0 and _owned_tape:  # a compile trace's tape outlives the gradient
                 _ev.tape = None
+                _owned_tape = False
 
 
 def leaf(x: array) -> array:

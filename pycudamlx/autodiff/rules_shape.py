@@ -341,12 +341,20 @@ def _scatter(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     a, upd = inputs[0], inputs[1]
     idx = inputs[2:]
     op = prim.op
-    if op == "prod":
+    if op == "prod" and idx:
         raise RuntimeError("[scatter] VJP not implemented for scatter_prod")
     _no_index_grad("scatter", wanted, 2)
     s = _stream(ct)
     ga = gu = None
     zero = mx.array(0, ct.dtype)
+    if op == "prod":
+        # x.at[i].multiply(v) / .divide(v) with basic indices only: MLX writes x[i] * v back
+        # as a slice update there, which it can differentiate (no duplicate positions).
+        if wanted[0]:
+            ga = make(P.Scatter(prim.dst, (), (), "prod"), (ct, upd), a.shape, ct.dtype, s)
+        if wanted[1]:
+            gu = mx.multiply(_gather_dst(prim, ct, ()), _gather_dst(prim, a, ()))
+        return [ga, gu]
     if wanted[0]:
         if op == "add":
             ga = ct

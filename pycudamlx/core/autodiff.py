@@ -262,7 +262,28 @@ def jvp(fun: Callable, primals: Sequence[array], tangents: Sequence[array]
             jvps = engine.backward(gs, cts, us, tape)
         else:
             jvps = [None] * len(us)
-    return outs, [j if j is not None else engine.zeros_for(o) for j, o in zip(jvps, outs)]
+    jvps = [j if j is not None else engine.zeros_for(o) for j, o in zip(jvps, outs)]
+    return outs, _widen_tangents(jvps, ts)
+
+
+def _widen_tangents(jvps: list, tangents: list) -> list:
+    """MLX's tangents promote through each primitive's jvp: float tangents wider than the
+    primals (float32 ones for a float16 function) give float32 output tangents. The transposed
+    vjp here works in the primals' dtypes, so widen its results to that promotion."""
+    wide = None
+    for t in tangents:
+        if dt.issubdtype(t._dtype, dt.floating):
+            wide = t._dtype if wide is None else dt.promote_types(wide, t._dtype)
+    if wide is None:
+        return jvps
+    out = []
+    for j in jvps:
+        if dt.issubdtype(j._dtype, dt.floating):
+            target = dt.promote_types(j._dtype, wide)
+            if target is not j._dtype:
+                j = j.astype(target)
+        out.append(j)
+    return out
 
 
 class custom_function:  # noqa: N801 - MLX's name
@@ -292,11 +313,15 @@ class custom_function:  # noqa: N801 - MLX's name
 
     def vjp(self, f: Callable) -> custom_function:
         """Define a custom vjp ``f(primals, cotangents, outputs)`` for the wrapped function."""
+        if not callable(f):
+            raise _type_error("vjp(self, f: Callable)", (self, f), {})
         self.vjp_fn = f
         return self
 
     def jvp(self, f: Callable) -> custom_function:
         """Define a custom jvp ``f(primals, tangents)`` for the wrapped function."""
+        if not callable(f):
+            raise _type_error("jvp(self, f: Callable)", (self, f), {})
         self.jvp_fn = f
         return self
 
@@ -304,6 +329,8 @@ class custom_function:  # noqa: N801 - MLX's name
         """Define a custom vectorization ``f(inputs, axes) -> (outputs, out_axes)``: ``inputs``
         are the positional arguments (one as itself, several as a tuple) with the batch axis
         first, ``axes`` the same tree holding 0 or None (not batched)."""
+        if not callable(f):
+            raise _type_error("vmap(self, f: Callable)", (self, f), {})
         self.vmap_fn = f
         return self
 

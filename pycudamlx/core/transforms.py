@@ -1,13 +1,15 @@
-"""Function transforms: the part that needs no autodiff yet.
+"""Function transforms: mx.compile and stop_gradient.
 
-``mx.compile`` returns a function that computes what ``fun`` computes. MLX traces and fuses the
-graph; pycudamlx runs the function as written (its ops are lazy already, so the results, dtypes
-and errors are those of the uncompiled function, which MLX's compile promises to preserve).
-One trace effect is kept because programs print its numbers: random numbers drawn inside a
-compiled function that does not capture ``mx.random.state`` are constants of MLX's trace (the
-same draws at every call until a new trace; the global key advances at the trace only).
-``enable_compile``/``disable_compile`` are kept for code that calls them. ``stop_gradient`` is
-the identity on values. Gradients (grad, vjp, jvp, value_and_grad) and vmap are not here yet.
+``mx.compile`` returns a function that computes what ``fun`` computes, with MLX's trace cache
+(``_compile_replay``): the body runs on the first call of each trace signature (argument
+shapes, dtypes, tree structure, constants; captured ``inputs``' shapes; the default stream) and
+later calls rebuild the recorded lazy graph on the new arrays, so Python side effects happen once
+per trace and arrays the body reads outside its arguments are trace constants, as in MLX. No
+graph fusion: the ops are lazy already. Random numbers drawn inside a compiled function that
+does not capture ``mx.random.state`` are constants of the trace (the global key advances at the
+trace only); capturing the key (or a transform around the call) runs the body every call.
+``enable_compile``/``disable_compile`` switch it off and on. ``stop_gradient`` is the identity
+on values.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import functools
 from typing import Any, Callable, Sequence
 
 from .. import dtypes as dt
+from . import _compile_replay as _replay
 from . import _compile_trace
 from . import device as dev
 from .array import array, make, make_multi
@@ -27,15 +30,19 @@ _enabled = True
 
 def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: object | None = None,
             shapeless: bool = False) -> Callable[..., Any]:
-    """A function producing the same outputs as ``fun`` (run as written: no graph fusion).
+    """A function producing the same outputs as ``fun``, tracing it once per signature.
 
-    ``inputs``/``outputs`` (state captured by MLX's compiled function) need no capture here:
-    the function reads and writes that state itself each time it runs. Random draws repeat
-    between calls of one trace signature unless ``mx.random.state`` is captured, as in MLX."""
-    if not callable(fun):
-        raise dt._incompatible_arguments(
-            "compile(fun: Callable[P, R], inputs: object | None = None, outputs: object | None "
-            "= None, shapeless: bool = False) -> Callable[P, R]", fun)
+    ``inputs`` arrays are inputs of the trace, ``outputs`` arrays are written back after each
+    replayed call. Random draws repeat between calls of one trace signature unless
+    ``mx.random.state`` is captured, as in MLX. ``shapeless``: MLX traces once per ndim; here a
+    recording replays at its own shapes only (other shapes run the body again)."""
+    if not callable(fun) or not isinstance(shapeless, bool):
+        sig = ("compile(fun: Callable[P, R], inputs: object | None = None, outputs: object | "
+               "None = None, shapeless: bool = False) -> Callable[P, R]")
+        if callable(fun):  # shapeless given as an int etc. (by keyword, as programs write it)
+            raise TypeError(f"{str(dt._incompatible_arguments(sig, fun))}, kwargs = "
+                            f"{{ shapeless: {dt._type_name(shapeless)} }}")
+        raise dt._incompatible_arguments(sig, fun)
     from . import random as rnd
 
     key_state = rnd.state
@@ -43,11 +50,17 @@ def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: obje
     #: MLX's trace cache, reduced to what is observable here: per trace signature, the global
     #: key the trace drew its random numbers from.
     traced: dict[tuple, Any] = {}
+    #: Recorded traces (_compile_replay), per exact signature (shapes even when shapeless:
+    #: a recording is rebuilt at its own shapes only). Shared by every compiled wrapper of
+    #: the same function while one lives, as MLX's cache (keyed by the function's id).
+    recordings = _replay.shared_cache(fun)
+    can_record = not random_captured and _replay.writable(outputs)
 
     @functools.wraps(fun)
     def compiled(*args: Any, **kwargs: Any) -> Any:
         if not _enabled:
             return fun(*args, **kwargs)
+        keep = _replay.first_call_done()
         signature: list = []
         _argument_signature(args, shapeless, signature)
         if kwargs:
@@ -55,8 +68,20 @@ def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: obje
             _argument_signature(tuple(kwargs.values()), shapeless, signature)
         # What MLX's trace sees as inputs: evaluating anything that depends on them inside
         # ``fun`` is MLX's ValueError.
-        leaves: list[array] = []
-        _array_leaves((args, kwargs, inputs), leaves)
+        leaves: list[array] = _replay.array_leaves((args, kwargs, inputs), [])
+        if can_record and not _compile_trace.active and not _transform_active():
+            state_sig: list = []
+            _state_signature(inputs, False, state_sig)
+            first: dict[int, int] = {}
+            replay_key = (tuple(signature), tuple(state_sig), dev.resolve_stream(None),
+                          tuple(a._shape for a in leaves) if shapeless else None,
+                          tuple(first.setdefault(id(a), i) for i, a in enumerate(leaves)))
+            rec = recordings.get(replay_key)
+            if rec is not None and (not rec.state_refs or len(
+                    _replay.array_leaves(outputs, [])) == len(rec.state_refs)):
+                return _replay.replay(rec, leaves, outputs)
+            return _record_call(fun, args, kwargs, leaves, inputs, outputs, shapeless, signature,
+                                traced, key_state, recordings, replay_key, keep)
         _compile_trace.enter(leaves)
         try:
             if random_captured:  # the key is an input: fresh draws each call, as run eagerly
@@ -78,7 +103,68 @@ def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: obje
         finally:
             _compile_trace.leave()
 
+    recordings_owner = _replay.CacheUser(fun)
+    compiled.__dict__["_recordings_user"] = recordings_owner  # released with the wrapper
     return compiled
+
+
+def _transform_active() -> bool:
+    """Whether a grad/vjp/jvp/vmap is tracing (a compiled call inside runs its body)."""
+    from ..autodiff import custom as _custom
+    from ..autodiff import engine
+
+    return engine._depth > 0 or _custom.vmap_tracing > 0
+
+
+def _record_call(fun: Callable[..., Any], args: tuple, kwargs: dict, leaves: list, inputs: Any,
+                 outputs: Any,
+                 shapeless: bool, signature: list, traced: dict, key_state: Any,
+                 recordings: dict, replay_key: tuple, keep: bool) -> Any:
+    """Run ``fun`` as a trace (eagerly, on the real arguments) and record its graph for later
+    calls with ``replay_key`` (_compile_replay), unless the body did something a replay could
+    not repeat (or ``keep`` is False: MLX's first compiled call of a process traces again at
+    the next call)."""
+    # The body gets stand-ins for its array arguments (MLX's tracers): in-place updates inside
+    # do not reach the caller's arrays, and a closure reading an argument array is told apart.
+    args = tuple(_replay.stand_in(a) for a in args)
+    kwargs = {k: _replay.stand_in(v) for k, v in kwargs.items()}
+    originals = [a for a in leaves if isinstance(a, array)]
+    before = _replay.array_leaves((args, kwargs, inputs), [])
+    nodes = [(a._prim, a._inputs, a._data) for a in before]
+    _compile_trace.enter(before)
+    try:
+        with _replay.KeepEvaluated() as tape:
+            _state_signature(inputs, shapeless, signature)
+            sig = tuple(signature)
+            words = traced.get(sig)
+            if words is None:  # a new trace draws from (and advances) the global key
+                traced[sig] = key_state._words
+                out = fun(*args, **kwargs)
+            else:
+                current = key_state._words
+                key_state._set(words)
+                try:
+                    out = fun(*args, **kwargs)
+                finally:
+                    key_state._set(current)
+            after_args = _replay.array_leaves((args, kwargs), [])
+            n_args = len(after_args)
+            unchanged = (len(before) >= n_args and all(
+                a is b for a, b in zip(after_args, before)) and all(
+                a._prim is p and a._inputs is i and a._data is d
+                for a, (p, i, d) in zip(before, nodes)))
+            if unchanged and outputs is None and inputs is not None:
+                unchanged = all(a is b for a, b in zip(
+                    _replay.array_leaves(inputs, []), before[n_args:]))
+            if unchanged:
+                state_out = _replay.array_leaves(outputs, []) if outputs is not None else []
+                rec = _replay.record(before, out, state_out, tape,
+                                     {id(a) for a, b in zip(originals, before) if a is not b})
+                if rec is not None and keep:
+                    recordings[replay_key] = rec
+    finally:
+        _compile_trace.leave()
+    return out
 
 
 _CONSTANTS = "floats, ints, strings, or None"
@@ -124,19 +210,6 @@ def _state_signature(tree: Any, shapeless: bool, out: list) -> None:
             _state_signature(x, shapeless, out)
 
 
-def _array_leaves(tree: Any, out: list[array]) -> None:
-    """The arrays in ``tree``'s lists, tuples and dicts."""
-    stack = [tree]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, array):
-            out.append(x)
-        elif isinstance(x, (list, tuple)):
-            stack.extend(x)
-        elif isinstance(x, dict):
-            stack.extend(x.values())
-
-
 def _holds(tree: Any, target: object) -> bool:
     """Whether ``target`` is ``tree`` or sits in its lists, tuples and dicts."""
     stack = [tree]
@@ -152,13 +225,13 @@ def _holds(tree: Any, target: object) -> bool:
 
 
 def disable_compile() -> None:
-    """Globally disable compilation (accepted; functions always run as written here)."""
+    """Globally disable compilation: compiled functions run their body at every call."""
     global _enabled
     _enabled = False
 
 
 def enable_compile() -> None:
-    """Globally enable compilation (accepted; functions always run as written here)."""
+    """Globally enable compilation (the trace cache)."""
     global _enabled
     _enabled = True
 

@@ -1,0 +1,298 @@
+"""The trace cache of ``mx.compile``: record the graph a compiled function built once, rebuild
+it for later calls with the same signature instead of running the Python function again.
+
+MLX runs a compiled function's Python body only when it traces (the first call, and again for
+each new trace signature: argument shapes, dtypes, tree structure, constants). Programs observe
+that: side effects in the body (a print, a counter, a list append) happen once per trace, and
+values the body reads outside its arguments and captured ``inputs`` (a model's weights read
+through a closure) are constants of the trace. This module gives the same behaviour.
+
+Recording: the body runs eagerly on the real arguments (its results are the first call's
+results). The lazy graph from its outputs (and from the arrays it left in the captured
+``outputs`` tree) is walked back to the argument arrays and captured ``inputs`` arrays (the
+leaves). Nodes that do not depend on a leaf are kept as constants (the very array objects,
+random draws included: they repeat, as in MLX); the others become steps (primitive, inputs,
+shape, dtype, stream). Nodes evaluated while the body ran (graph.evaluate.tape keeps what
+evaluation drops) are walked through, so nothing that depends on a leaf is taken for a constant.
+
+Replay: the steps are rebuilt on the new leaves with ``make``/``make_multi`` (lazy, as any op),
+the output tree is rebuilt, and the captured ``outputs`` tree gets its new arrays written back
+at the same positions (dict and list slots, as MLX's tree_fill).
+
+Recording is skipped (the body runs at every call, as before) where a replay could differ from
+running it: inside grad/vjp/jvp/vmap or another compiled call, when the body replaced arrays in
+its argument containers or mutated an argument array in place, when captured ``inputs`` changed
+without ``outputs``, or when an ``outputs`` array cannot be written back (a tuple slot).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..graph import evaluate as _ev
+from . import device as dev
+from .array import _ALIAS, array, make, make_multi
+
+
+#: id(function) -> [number of live compiled wrappers, {trace key: Recording}].
+_shared: dict[int, list] = {}
+_first_call_pending = True
+
+
+def first_call_done() -> bool:
+    """False for the first compiled call of the process when no op has asked for a default
+    stream yet, True otherwise: MLX 0.32.4 keys its trace cache by the default stream, which
+    that first lookup creates, so the first trace is not found again (the body runs twice)."""
+    global _first_call_pending
+    if _first_call_pending:
+        _first_call_pending = False
+        return bool(dev._default_streams)
+    return True
+
+
+def shared_cache(fun: Any) -> dict:
+    """The recordings of ``fun``, shared by its compiled wrappers (MLX keys its cache by the
+    function's id)."""
+    entry = _shared.get(id(fun))
+    if entry is None:
+        entry = _shared[id(fun)] = [0, {}]
+    return entry[1]
+
+
+class CacheUser:
+    """Held by a compiled wrapper: when a wrapper goes, its function's recordings are dropped
+    (MLX erases the function's cache entry, even while another wrapper of it lives)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, fun: Any) -> None:
+        self.key = id(fun)
+        _shared.setdefault(self.key, [0, {}])[0] += 1
+
+    def __del__(self) -> None:
+        entry = _shared.get(self.key)
+        if entry is not None:
+            entry[0] -= 1
+            entry[1].clear()
+            if entry[0] <= 0:
+                del _shared[self.key]
+
+
+class Recording:
+    """One trace: how to rebuild its outputs from the leaves of a call."""
+
+    __slots__ = ("n_leaves", "steps", "out_tree", "out_refs", "state_refs")
+
+    def __init__(self, n_leaves: int, steps: list, out_tree: Any, out_refs: list,
+                 state_refs: list) -> None:
+        self.n_leaves = n_leaves
+        self.steps = steps
+        self.out_tree = out_tree  # fun's return value (arrays replaced on replay)
+        self.out_refs = out_refs  # a value reference per array of out_tree, in order
+        self.state_refs = state_refs  # a value reference per array of the outputs tree
+
+
+def array_leaves(tree: Any, out: list) -> list:
+    """The arrays of ``tree``'s lists, tuples and dicts, depth first in order."""
+    if isinstance(tree, array):
+        out.append(tree)
+    elif isinstance(tree, (list, tuple)):
+        for x in tree:
+            array_leaves(x, out)
+    elif isinstance(tree, dict):
+        for x in tree.values():
+            array_leaves(x, out)
+    return out
+
+
+def writable(tree: Any) -> bool:
+    """Whether every array of ``tree`` sits in a dict or list slot (replaceable in place)."""
+    if isinstance(tree, dict):
+        return all(writable(x) for x in tree.values() if not isinstance(x, array))
+    if isinstance(tree, list):
+        return all(writable(x) for x in tree if not isinstance(x, array))
+    if isinstance(tree, tuple):
+        return all(not isinstance(x, array) and writable(x) for x in tree)
+    return not isinstance(tree, array)
+
+
+def _write_back(tree: Any, values: Any) -> None:
+    """Put ``values`` (an iterator) into the array slots of ``tree``, in array_leaves order."""
+    if isinstance(tree, dict):
+        for k, x in list(tree.items()):
+            if isinstance(x, array):
+                tree[k] = next(values)
+            else:
+                _write_back(x, values)
+    elif isinstance(tree, list):
+        for i, x in enumerate(tree):
+            if isinstance(x, array):
+                tree[i] = next(values)
+            else:
+                _write_back(x, values)
+    elif isinstance(tree, tuple):
+        for x in tree:
+            _write_back(x, values)
+
+
+class _Slot:
+    """Where an array of a recorded output tree goes (the tree keeps no array alive)."""
+
+    __slots__ = ()
+
+
+_SLOT = _Slot()
+
+
+def _plain(tree: Any) -> bool:
+    """Whether ``tree``'s containers are plain lists, tuples and dicts (rebuilt as such)."""
+    t = type(tree)
+    if t is list or t is tuple:
+        return all(_plain(x) for x in tree)
+    if t is dict:
+        return all(_plain(x) for x in tree.values())
+    return not isinstance(tree, (list, tuple, dict))
+
+
+def _skeleton(tree: Any) -> Any:
+    """``tree`` with each array replaced by _SLOT."""
+    if isinstance(tree, array):
+        return _SLOT
+    if isinstance(tree, list):
+        return [_skeleton(x) for x in tree]
+    if isinstance(tree, tuple):
+        return tuple(_skeleton(x) for x in tree)
+    if isinstance(tree, dict):
+        return {k: _skeleton(x) for k, x in tree.items()}
+    return tree
+
+
+def _rebuild(tree: Any, values: Any) -> Any:
+    """``tree`` (a skeleton) with its slots filled from ``values`` (an iterator)."""
+    if tree is _SLOT:
+        return next(values)
+    if isinstance(tree, list):
+        return [_rebuild(x, values) for x in tree]
+    if isinstance(tree, tuple):
+        return tuple(_rebuild(x, values) for x in tree)
+    if isinstance(tree, dict):
+        return {k: _rebuild(x, values) for k, x in tree.items()}
+    return tree
+
+
+def _node(n: array, tape: dict) -> tuple | None:
+    """(primitive, inputs, siblings) of ``n``, through evaluation (the tape); None: a value."""
+    if n._prim is not None:
+        return n._prim, n._inputs, n._siblings
+    rec = tape.get(id(n))
+    if rec is not None and rec[0] is n:
+        return rec[1], rec[2], rec[3]
+    return None
+
+
+def stand_in(x: Any) -> Any:
+    """What a traced body gets for a top-level argument: a fresh node with an array's value."""
+    if not isinstance(x, array):
+        return x
+    return make(_ALIAS, (x,), x._shape, x._dtype, x._stream or dev.resolve_stream(None))
+
+
+_UNCAPTURED = ("[compile] Attempting to compile a function with uncaptured inputs is not "
+               "allowed.")
+
+
+def record(leaves: list, outputs: Any, state_out: list, tape: dict,
+           replaced: set[int]) -> Recording | None:
+    """The recording of a trace whose leaves are ``leaves`` and whose results are the arrays
+    of ``outputs`` and ``state_out``; None when nothing can be recorded. ``replaced``: ids of
+    argument arrays the body got stand-ins for; reaching one (read through a closure) is
+    MLX's ValueError."""
+    if not _plain(outputs):  # a namedtuple, a Module...: the body builds it at every call
+        return None
+    out_arrays = array_leaves(outputs, [])
+    slot: dict[int, int] = {}
+    for i, a in enumerate(leaves):  # an array passed twice: its first place (the key has
+        slot.setdefault(id(a), i)   # the pattern of repeats)
+    info: dict[int, tuple | None] = {}
+    keep: list = []  # the walked nodes stay alive while ids identify them
+    steps: list = []
+    groups: dict[int, int] = {}  # id(siblings) -> the step that builds the group
+    stack = [(a, False) for a in reversed(out_arrays + state_out)]
+    while stack:
+        n, expanded = stack.pop()
+        key = id(n)
+        if not expanded:
+            if key in slot or key in info:
+                continue
+            if key in replaced:
+                raise ValueError(_UNCAPTURED)
+            node = _node(n, tape)
+            info[key] = None
+            keep.append(n)
+            if node is None:
+                continue
+            stack.append((n, True))
+            for i in reversed(node[1]):
+                if id(i) not in slot and id(i) not in info:
+                    stack.append((i, False))
+            continue
+        prim, inputs, sib = _node(n, tape)
+        refs = [slot[id(i)] if id(i) in slot else i for i in inputs]
+        if all(isinstance(r, array) for r in refs):
+            continue  # no leaf below: a constant of the trace
+        stream = n._stream or dev.resolve_stream(None)
+        if sib is not None:
+            pos = next((j for j, r in enumerate(sib.refs) if r() is n), None)
+            if pos is None:
+                return None
+            group = groups.get(id(sib))
+            if group is None:
+                group = groups[id(sib)] = len(leaves) + len(steps)
+                steps.append(("multi", prim, refs, tuple(sib.specs), stream))
+                keep.append(sib)
+            slot[key] = len(leaves) + len(steps)
+            steps.append(("pick", group, pos))
+        else:
+            slot[key] = len(leaves) + len(steps)
+            steps.append(("node", prim, refs, n._shape, n._dtype, stream))
+    out_refs = [slot.get(id(a), a) for a in out_arrays]
+    state_refs = [slot.get(id(a), a) for a in state_out]
+    return Recording(len(leaves), steps, _skeleton(outputs), out_refs, state_refs)
+
+
+def replay(rec: Recording, leaves: list, state_tree: Any) -> Any:
+    """The outputs of a call with ``leaves``; the captured outputs tree gets its new arrays."""
+    values: list = list(leaves)
+    get = values.__getitem__
+    for step in rec.steps:
+        kind = step[0]
+        if kind == "node":
+            _, prim, refs, shape, dtype, stream = step
+            ins = tuple(get(r) if type(r) is int else r for r in refs)
+            values.append(make(prim, ins, shape, dtype, stream))
+        elif kind == "multi":
+            _, prim, refs, specs, stream = step
+            ins = tuple(get(r) if type(r) is int else r for r in refs)
+            values.append(make_multi(prim, ins, specs, stream))
+        else:
+            values.append(values[step[1]][step[2]])
+    outs = iter([get(r) if type(r) is int else r for r in rec.out_refs])
+    result = _rebuild(rec.out_tree, outs)
+    if rec.state_refs:
+        _write_back(state_tree, iter([get(r) if type(r) is int else r for r in rec.state_refs]))
+    return result
+
+
+class KeepEvaluated:
+    """While open (outside any gradient trace), evaluation keeps what it drops in a tape, so
+    that ``record`` can walk through nodes the body evaluated."""
+
+    __slots__ = ("tape", "_prev")
+
+    def __enter__(self) -> dict:
+        self._prev = _ev.tape
+        self.tape = _ev.tape = {} if self._prev is None else self._prev
+        return self.tape
+
+    def __exit__(self, *exc: Any) -> None:
+        _ev.tape = self._prev
