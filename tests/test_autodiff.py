@@ -693,3 +693,43 @@ def test_jvp_float32_tangents_of_a_half_function_are_float32_as_mlx(name, dtype)
                    [M.array(t)])
     _close(ours[0], theirs[0], rtol=1e-2, atol=1e-2)
     _close(ours[1], theirs[1], rtol=2e-2, atol=2e-2)
+
+
+# ---- in-place updates of the differentiated inputs -------------------------------------
+
+
+def _setitem_then_sum(lib):
+    def f(x, idx):
+        x[idx] = 2.0  # overwrites the traced input: the gradient is still w.r.t. the input
+        return x.sum()
+    return f
+
+
+def test_grad_sees_through_inplace_update_of_input():
+    x = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    idx = np.array([1, 3])
+    ours = mx.grad(_setitem_then_sum(mx))(mx.array(x), mx.array(idx))
+    theirs = M.grad(_setitem_then_sum(M))(M.array(x), M.array(idx))
+    assert ours.dtype == mx.float32
+    _close(ours, theirs)
+    np.testing.assert_array_equal(np.array(ours), [1.0, 0.0, 1.0, 0.0])
+
+
+def test_vjp_of_slice_update_of_input():
+    def f(lib):
+        def g(a, b):
+            a[3:0:-2] = b
+            return a * 3.0
+        return g
+
+    a = np.arange(1.0, 5.0, dtype=np.float32)
+    b = np.array([7.0, 8.0], np.float32)
+    ct = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    _, (ga, gb) = mx.vjp(f(mx), [mx.array(a), mx.array(b)], [mx.array(ct)])
+    _, (ra, rb) = M.vjp(f(M), [M.array(a), M.array(b)], [M.array(ct)])
+    _close(ga, ra)
+    _close(gb, rb)
+    # the caller's arrays keep their values
+    x = mx.array(a)
+    mx.grad(lambda x: f(mx)(x, mx.array(b)).sum())(x)
+    np.testing.assert_array_equal(np.array(x), a)

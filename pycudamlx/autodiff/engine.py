@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 from ..graph import evaluate as _ev
 from ..core import device as dev
-from ..core.array import _ALIAS, array, make
+from ..core.array import _LEAF, _MOVED_LEAVES, array, make
 from .registry import lookup
 
 _trace_lock = threading.RLock()
@@ -62,15 +62,30 @@ class Trace:
         global _depth, _owned_tape
         with _trace_lock:
             _depth -= 1
-            if _depth == 0 and _owned_tape:  # a compile trace's tape outlives the gradient
-                _ev.tape = None
-                _owned_tape = False
+            if _depth == 0:
+                _MOVED_LEAVES.clear()
+                if _owned_tape:  # a compile trace's tape outlives the gradient
+                    _ev.tape = None
+                    _owned_tape = False
 
 
 def leaf(x: array) -> array:
     """A fresh node with ``x``'s value that the backward walk stops at (and an outer walk passes
     through, to ``x``)."""
-    return make(_ALIAS, (x,), x._shape, x._dtype, x._stream or dev.resolve_stream(None))
+    return make(_LEAF, (x,), x._shape, x._dtype, x._stream or dev.resolve_stream(None))
+
+
+def resolve_leaves(leaves: list[array]) -> list[array]:
+    """``leaves`` with each one the traced function updated in place (``x[i] = v``) replaced
+    by the node that kept its original value: MLX differentiates against the input, not
+    against the updated array object."""
+    if not _MOVED_LEAVES:
+        return leaves
+    out = []
+    for x in leaves:
+        rec = _MOVED_LEAVES.pop(id(x), None)
+        out.append(rec[1] if rec is not None and rec[0] is x else x)
+    return out
 
 
 def _node_info(n: array, tape: dict | None) -> tuple | None:
@@ -242,7 +257,7 @@ def vjp_flat(fun: Callable[[list[array]], list[array]], primals: Sequence[array]
         leaves = [leaf(p) for p in primals]
         outs = fun(leaves)
         cts = cotangents(outs) if callable(cotangents) else list(cotangents)
-        grads = backward(outs, cts, leaves, tape)
+        grads = backward(outs, cts, resolve_leaves(leaves), tape)
     return outs, grads
 
 

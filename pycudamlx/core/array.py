@@ -63,6 +63,12 @@ class _Alias(Primitive):
 
 
 _ALIAS = _Alias()
+# The alias a gradient trace differentiates against (autodiff.engine.leaf). Its own instance
+# so that ``_overwrite`` can tell when a traced function updates an input in place
+# (``x[i] = v``): the input's value then lives on in the node ``_overwrite`` moves it to, which
+# is recorded here (first move only) for the backward walk to stop at.
+_LEAF = _Alias()
+_MOVED_LEAVES: dict[int, tuple["array", "array"]] = {}  # id(leaf) -> (leaf, its old node)
 
 
 def _core() -> Any:
@@ -907,6 +913,8 @@ def _overwrite(self: array, new: array) -> None:
     old._cons = None
     if old._siblings is not None:
         _swap_sibling(old, self, old)
+    if old._prim is _LEAF:
+        _MOVED_LEAVES.setdefault(id(self), (self, old))
     if old._prim is not None:
         _register(old, old._inputs)
     else:

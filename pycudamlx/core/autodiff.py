@@ -139,7 +139,7 @@ def _value_and_grad(name: str, fun: Callable, nums: list[int], names: list[str]
             if loss._shape != ():
                 raise _shape_mismatch(loss._shape, (), loss.size == 1)
             seed = _ones_like(loss)
-            grads = engine.backward([loss], [seed], leaves, tape)
+            grads = engine.backward([loss], [seed], engine.resolve_leaves(leaves), tape)
         grads = [g if g is not None else engine.zeros_for(x) for g, x in zip(grads, flat)]
         it = iter(grads)
         pos = [replace_arrays(args[n], it) for n in nums]
@@ -254,7 +254,7 @@ def jvp(fun: Callable, primals: Sequence[array], tangents: Sequence[array]
         outs = _outputs(fun(*leaves), "jvp")
         us = [engine.leaf(zeros(o._shape, dtype=o._dtype)) for o in outs]
         with engine.JvpMode():
-            vjps = engine.backward(outs, us, leaves, tape)
+            vjps = engine.backward(outs, us, engine.resolve_leaves(leaves), tape)
         pairs = [(g, t) for g, t in zip(vjps, ts) if g is not None]
         if pairs:
             gs = [g for g, _ in pairs]
