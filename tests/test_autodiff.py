@@ -733,3 +733,36 @@ def test_vjp_of_slice_update_of_input():
     x = mx.array(a)
     mx.grad(lambda x: f(mx)(x, mx.array(b)).sum())(x)
     np.testing.assert_array_equal(np.array(x), a)
+
+
+def _mutating_loss(lib):
+    def loss(model):
+        model[1] = lib.array(2.0)  # stored into the caller's list, as in MLX
+        return model[0] * 3.0
+    return loss
+
+
+def test_grad_passes_the_callers_list_and_restores_untouched_leaves():
+    ours = [mx.array(1.0), mx.array(1.0)]
+    theirs = [M.array(1.0), M.array(1.0)]
+    first = id(ours[0])
+    g_ours = mx.grad(_mutating_loss(mx))(ours)
+    g_theirs = M.grad(_mutating_loss(M))(theirs)
+    assert id(ours[0]) == first  # the caller's array object is back
+    assert [a.item() for a in ours] == [a.item() for a in theirs] == [1.0, 2.0]
+    assert [a.item() for a in g_ours] == [a.item() for a in g_theirs] == [3.0, 0.0]
+
+
+def test_grad_keeps_a_dict_leaf_updated_in_place():
+    def loss(p):
+        p["extra"] = 1
+        p["w"][0] = 5.0
+        return (p["w"] * 2.0).sum()
+
+    ours = {"w": mx.array([1.0, 2.0])}
+    theirs = {"w": M.array([1.0, 2.0])}
+    g_ours = mx.grad(loss)(ours)
+    g_theirs = M.grad(loss)(theirs)
+    assert sorted(ours) == sorted(theirs) == ["extra", "w"]
+    np.testing.assert_array_equal(np.array(ours["w"]), np.array(theirs["w"]))
+    np.testing.assert_array_equal(np.array(g_ours["w"]), np.array(g_theirs["w"]))

@@ -354,3 +354,16 @@ def test_setitem_int_index_shape_errors_match_mlx(mx, shape, index, vshape):
         except ValueError as e:
             outcomes.append(("error", str(e)))
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("index", [Ellipsis, (), (Ellipsis,), (None,)])
+def test_setitem_whole_scalar(mx, index):
+    # x[...] = v on a 0-d array used to fail while checking for an integer index
+    for make_value in (lambda lib: 0, lambda lib: lib.array(3.0), lambda lib: lib.array([4.0])):
+        ours = pm.array(1.0)
+        ours[index] = make_value(pm)
+        theirs = mx.array(1.0)
+        theirs[index] = make_value(mx)
+        assert ours.shape == theirs.shape == ()
+        assert ours.dtype == pm.float32
+        assert ours.item() == theirs.item()

@@ -69,6 +69,9 @@ class Trace:
                     _owned_tape = False
 
 
+LEAF = _LEAF
+
+
 def leaf(x: array) -> array:
     """A fresh node with ``x``'s value that the backward walk stops at (and an outer walk passes
     through, to ``x``)."""

@@ -115,12 +115,16 @@ def _value_and_grad(name: str, fun: Callable, nums: list[int], names: list[str]
             leaves = [engine.leaf(x) for x in flat]
             it = iter(leaves)
             args2 = list(args)
+            swapped: list = []
             for n in nums:
-                args2[n] = replace_arrays(args[n], it)
+                args2[n] = _swap_in(args[n], it, swapped)
             kwargs2 = dict(kwargs)
             for k in names:
-                kwargs2[k] = replace_arrays(kwargs[k], it)
-            value = fun(*args2, **kwargs2)
+                kwargs2[k] = _swap_in(kwargs[k], it, swapped)
+            try:
+                value = fun(*args2, **kwargs2)
+            finally:
+                _swap_back(swapped)
             if isinstance(value, array):
                 loss = value
             elif name == "value_and_grad" and isinstance(value, tuple) and value and \
@@ -153,6 +157,43 @@ def _value_and_grad(name: str, fun: Callable, nums: list[int], names: list[str]
         return value, ((positional, kw) if names else positional)
 
     return run
+
+
+def _swap_in(tree: Any, it: Any, swapped: list) -> Any:
+    """``tree`` with its array leaves replaced by the next items of ``it``. Like MLX, lists and
+    dicts are updated in place (the function sees the caller's containers, and what it stores
+    in them stays); ``_swap_back`` then restores every leaf the function left untouched."""
+    if isinstance(tree, array):
+        return next(it)
+    if isinstance(tree, list):
+        for i, c in enumerate(tree):
+            new = _swap_in(c, it, swapped)
+            if new is not c:
+                tree[i] = new
+                swapped.append((tree, i, c, new))
+        return tree
+    if isinstance(tree, dict):
+        for k, c in list(tree.items()):
+            new = _swap_in(c, it, swapped)
+            if new is not c:
+                tree[k] = new
+                swapped.append((tree, k, c, new))
+        return tree
+    if isinstance(tree, tuple):
+        children = [_swap_in(c, it, swapped) for c in tree]
+        return type(tree)(*children) if hasattr(tree, "_fields") else type(tree)(children)
+    return tree
+
+
+def _swap_back(swapped: list) -> None:
+    for container, key, original, new in reversed(swapped):
+        try:
+            current = container[key]
+        except (IndexError, KeyError):
+            continue
+        # A leaf updated in place (``p["w"][0] = v``) stays, as in MLX.
+        if current is new and (not isinstance(new, array) or new._prim is engine.LEAF):
+            container[key] = original
 
 
 def _ones_like(x: array) -> array:
