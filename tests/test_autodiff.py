@@ -766,3 +766,35 @@ def test_grad_keeps_a_dict_leaf_updated_in_place():
     assert sorted(ours) == sorted(theirs) == ["extra", "w"]
     np.testing.assert_array_equal(np.array(ours["w"]), np.array(theirs["w"]))
     np.testing.assert_array_equal(np.array(g_ours["w"]), np.array(g_theirs["w"]))
+
+
+def _affine_custom(lib):
+    @lib.custom_function
+    def f(x, y):
+        return x * y, x + y
+
+    @f.jvp
+    def f_jvp(primals, tangents):  # affine in the tangents: the constants must survive
+        x, y = primals
+        tx, ty = tangents
+        return (x * ty + y * tx + 0.5, tx + ty - 1.0)
+
+    return f
+
+
+def test_custom_jvp_with_constant_term():
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    y = np.array([0.5, -1.0, 2.0], np.float32)
+    tx = np.array([1.0, 0.0, 2.0], np.float32)
+    ty = np.array([0.0, 1.0, 1.0], np.float32)
+    for body in (lambda lib, f: (lambda a, b: f(a, b)),
+                 lambda lib, f: (lambda a, b: lib.sin(f(a, b)[0]) * f(a, b)[1])):
+        results = []
+        for lib in (mx, M):
+            f = _affine_custom(lib)
+            _, tangents = lib.jvp(body(lib, f), [lib.array(x), lib.array(y)],
+                                  [lib.array(tx), lib.array(ty)])
+            results.append(tangents)
+        assert len(results[0]) == len(results[1])
+        for ours, theirs in zip(*results):
+            _close(ours, theirs)

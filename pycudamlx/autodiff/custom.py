@@ -147,10 +147,11 @@ def _single_or_tuple(items: Sequence[Any]) -> Any:
 def _custom_call_vjp(prim: CustomCall, inputs: tuple, outs: list, cts: list,
                      wanted: list) -> list:
     from .. import core as mx
-    from .engine import jvp_mode, vjp_flat
+    from .engine import add_jvp_offset, jvp_mode, vjp_flat
 
     n_out = prim.n_out
     primal_arrays = list(inputs[n_out:])
+    given = cts
     cts = [c if c is not None else mx.zeros(o_spec.shape, dtype=o_spec.dtype)
            for c, o_spec in zip(cts, inputs[:n_out])]
     args = replace_arrays(prim.args, iter(primal_arrays))
@@ -165,6 +166,11 @@ def _custom_call_vjp(prim: CustomCall, inputs: tuple, outs: list, cts: list,
             return flat
         zeros = [mx.zeros_like(p) for p in primal_arrays]
         _, result = vjp_flat(tangent_fn, zeros, cts)
+        # The transpose keeps the linear part only: jvp() adds the constant part
+        # (the user's jvp at zero tangents) along each cotangent that reached an output.
+        for ct, const in zip(given, tangent_fn(zeros)):
+            if ct is not None and isinstance(const, array):
+                add_jvp_offset(ct, const)
     elif prim.vjp_fn is not None and not jvp_mode():
         # Cotangents and outputs in the structure fun returned, as MLX passes them.
         ct_tree = replace_arrays(prim.out_tree, iter(cts))

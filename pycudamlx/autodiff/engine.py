@@ -32,14 +32,29 @@ def jvp_mode() -> bool:
     return _jvp_depth > 0
 
 
+#: Per open JvpMode: (cotangent reaching a custom function's output, the constant part of its
+#: custom jvp). jvp runs as the transpose of a vjp, which keeps only the linear part of a
+#: custom jvp; jvp() adds these pairs to its second pass to carry the constant through.
+_jvp_offsets: list[list] = []
+
+
 class JvpMode:
-    def __enter__(self) -> None:
+    def __enter__(self) -> list:
         global _jvp_depth
         _jvp_depth += 1
+        _jvp_offsets.append([])
+        return _jvp_offsets[-1]
 
     def __exit__(self, *exc: Any) -> None:
         global _jvp_depth
         _jvp_depth -= 1
+        _jvp_offsets.pop()
+
+
+def add_jvp_offset(cotangent: array, constant: array) -> None:
+    """Record the constant term of a custom jvp (see ``_jvp_offsets``)."""
+    if _jvp_offsets:
+        _jvp_offsets[-1].append((cotangent, constant))
 
 
 class Trace:

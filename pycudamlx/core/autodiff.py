@@ -294,9 +294,9 @@ def jvp(fun: Callable, primals: Sequence[array], tangents: Sequence[array]
         leaves = [engine.leaf(p) for p in ps]
         outs = _outputs(fun(*leaves), "jvp")
         us = [engine.leaf(zeros(o._shape, dtype=o._dtype)) for o in outs]
-        with engine.JvpMode():
+        with engine.JvpMode() as offsets:
             vjps = engine.backward(outs, us, engine.resolve_leaves(leaves), tape)
-        pairs = [(g, t) for g, t in zip(vjps, ts) if g is not None]
+        pairs = [(g, t) for g, t in zip(vjps, ts) if g is not None] + offsets
         if pairs:
             gs = [g for g, _ in pairs]
             cts = [t if t._dtype is g._dtype else t.astype(g._dtype) for g, t in pairs]
