@@ -298,3 +298,50 @@ def test_compile_refuses_a_shapeless_that_is_not_a_bool_as_mlx():
                 m.compile(lambda a: a, shapeless=bad)
             errors.append(str(info.value))
         assert errors[0] == errors[1]
+
+
+# ---- a captured mx.random.state: traced once, replayed with fresh keys -----------------
+
+
+def _dropout_training(lib, nn_mod, optim_mod):
+    """Five compiled steps of a model with dropout, mx.random.state captured (the common
+    MLX training-loop pattern); returns (losses, extra draws, body runs, final key)."""
+    lib.random.seed(0)
+    model = nn_mod.Sequential(nn_mod.Linear(3, 16), nn_mod.ReLU(), nn_mod.Dropout(0.3),
+                              nn_mod.Linear(16, 1))
+    opt = optim_mod.SGD(0.05)
+    lvg = nn_mod.value_and_grad(model, lambda m, x, y: nn_mod.losses.mse_loss(m(x), y))
+    state = [model.state, opt.state, lib.random.state]
+    runs = [0]
+
+    @functools.partial(lib.compile, inputs=state, outputs=state)
+    def step(x, y):
+        runs[0] += 1
+        loss, grads = lvg(model, x, y)
+        opt.update(model, grads)
+        return loss, lib.random.uniform(shape=(2,))
+
+    x = lib.random.normal((16, 3))
+    y = x.sum(-1, keepdims=True)
+    losses, draws = [], []
+    for _ in range(5):
+        loss, noise = step(x, y)
+        losses.append(loss.item())
+        draws.append(noise.tolist())
+    return losses, draws, runs[0], lib.random.state[0].tolist()
+
+
+def test_compile_with_random_state_replays_with_fresh_keys():
+    import pycudamlx.nn as pnn
+    import pycudamlx.optimizers as poptim
+
+    m = pytest.importorskip("mlx.core")
+    mnn = pytest.importorskip("mlx.nn")
+    moptim = pytest.importorskip("mlx.optimizers")
+    ours = _dropout_training(mx, pnn, poptim)
+    theirs = _dropout_training(m, mnn, moptim)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)
+    assert ours[3] == theirs[3]  # the global key advanced exactly as in MLX
+    assert ours[2] <= 2  # traced, then replayed (MLX: 1, or 2 on a process's first call)
+    assert len({tuple(d) for d in ours[1]}) == 5  # fresh draws at every replay

@@ -81,11 +81,12 @@ class CacheUser:
 class Recording:
     """One trace: how to rebuild its outputs from the leaves of a call."""
 
-    __slots__ = ("n_leaves", "steps", "out_tree", "out_refs", "state_refs")
+    __slots__ = ("n_leaves", "steps", "out_tree", "out_refs", "state_refs", "n_keys")
 
     def __init__(self, n_leaves: int, steps: list, out_tree: Any, out_refs: list,
-                 state_refs: list) -> None:
+                 state_refs: list, n_keys: int = 0) -> None:
         self.n_leaves = n_leaves
+        self.n_keys = n_keys  # keys drawn from a captured mx.random.state, in order
         self.steps = steps
         self.out_tree = out_tree  # fun's return value (arrays replaced on replay)
         self.out_refs = out_refs  # a value reference per array of out_tree, in order
@@ -202,7 +203,7 @@ _UNCAPTURED = ("[compile] Attempting to compile a function with uncaptured input
 
 
 def record(leaves: list, outputs: Any, state_out: list, tape: dict,
-           replaced: set[int]) -> Recording | None:
+           replaced: set[int], keys: list = ()) -> Recording | None:
     """The recording of a trace whose leaves are ``leaves`` and whose results are the arrays
     of ``outputs`` and ``state_out``; None when nothing can be recorded. ``replaced``: ids of
     argument arrays the body got stand-ins for; reaching one (read through a closure) is
@@ -213,6 +214,11 @@ def record(leaves: list, outputs: Any, state_out: list, tape: dict,
     slot: dict[int, int] = {}
     for i, a in enumerate(leaves):  # an array passed twice: its first place (the key has
         slot.setdefault(id(a), i)   # the pattern of repeats)
+    # Keys the body drew from a captured mx.random.state are leaves too: a replay draws new
+    # ones (fresh random numbers at each call, as running the body would give).
+    for j, k in enumerate(keys):
+        slot.setdefault(id(k), len(leaves) + j)
+    base = len(leaves) + len(keys)
     info: dict[int, tuple | None] = {}
     keep: list = []  # the walked nodes stay alive while ids identify them
     steps: list = []
@@ -247,22 +253,26 @@ def record(leaves: list, outputs: Any, state_out: list, tape: dict,
                 return None
             group = groups.get(id(sib))
             if group is None:
-                group = groups[id(sib)] = len(leaves) + len(steps)
+                group = groups[id(sib)] = base + len(steps)
                 steps.append(("multi", prim, refs, tuple(sib.specs), stream))
                 keep.append(sib)
-            slot[key] = len(leaves) + len(steps)
+            slot[key] = base + len(steps)
             steps.append(("pick", group, pos))
         else:
-            slot[key] = len(leaves) + len(steps)
+            slot[key] = base + len(steps)
             steps.append(("node", prim, refs, n._shape, n._dtype, stream))
     out_refs = [slot.get(id(a), a) for a in out_arrays]
     state_refs = [slot.get(id(a), a) for a in state_out]
-    return Recording(len(leaves), steps, _skeleton(outputs), out_refs, state_refs)
+    return Recording(len(leaves), steps, _skeleton(outputs), out_refs, state_refs, len(keys))
 
 
 def replay(rec: Recording, leaves: list, state_tree: Any) -> Any:
     """The outputs of a call with ``leaves``; the captured outputs tree gets its new arrays."""
     values: list = list(leaves)
+    if rec.n_keys:
+        from .random import state as key_state
+
+        values.extend(key_state._next() for _ in range(rec.n_keys))
     get = values.__getitem__
     for step in rec.steps:
         kind = step[0]

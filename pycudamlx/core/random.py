@@ -71,12 +71,15 @@ def _key_words(seed_: int) -> np.ndarray:
 class _RandomState:
     """``mx.random.state``: the list-like holder of the global key (one uint32[2] array)."""
 
-    __slots__ = ("_words", "_array", "_lock")
+    __slots__ = ("_words", "_array", "_lock", "_log")
 
     def __init__(self, seed_: int) -> None:
         self._words = _key_words(seed_)
         self._array: array | None = None
         self._lock = threading.Lock()
+        #: While mx.compile records a body that captures the state: the keys handed out, in
+        #: order (a replay hands out fresh keys in their place).
+        self._log: list | None = None
 
     def _set(self, words: np.ndarray) -> None:
         self._words = words
@@ -87,7 +90,10 @@ class _RandomState:
         with self._lock:
             keep, use = rp.split_scalar(int(self._words[0]), int(self._words[1]))
             self._set(np.array(keep, np.uint32))
-            return from_data(np.array(use, np.uint32), dt.uint32)
+            key = from_data(np.array(use, np.uint32), dt.uint32)
+            if self._log is not None:
+                self._log.append(key)
+            return key
 
     def __getitem__(self, i: int) -> array:
         if i not in (0, -1):

@@ -54,7 +54,7 @@ def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: obje
     #: a recording is rebuilt at its own shapes only). Shared by every compiled wrapper of
     #: the same function while one lives, as MLX's cache (keyed by the function's id).
     recordings = _replay.shared_cache(fun)
-    can_record = not random_captured and _replay.writable(outputs)
+    can_record = _replay.writable(outputs)
 
     @functools.wraps(fun)
     def compiled(*args: Any, **kwargs: Any) -> Any:
@@ -81,7 +81,8 @@ def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: obje
                     _replay.array_leaves(outputs, [])) == len(rec.state_refs)):
                 return _replay.replay(rec, leaves, outputs)
             return _record_call(fun, args, kwargs, leaves, inputs, outputs, shapeless, signature,
-                                traced, key_state, recordings, replay_key, keep)
+                                traced, key_state, recordings, replay_key, keep,
+                                random_captured)
         _compile_trace.enter(leaves)
         try:
             if random_captured:  # the key is an input: fresh draws each call, as run eagerly
@@ -119,7 +120,8 @@ def _transform_active() -> bool:
 def _record_call(fun: Callable[..., Any], args: tuple, kwargs: dict, leaves: list, inputs: Any,
                  outputs: Any,
                  shapeless: bool, signature: list, traced: dict, key_state: Any,
-                 recordings: dict, replay_key: tuple, keep: bool) -> Any:
+                 recordings: dict, replay_key: tuple, keep: bool,
+                 random_captured: bool = False) -> Any:
     """Run ``fun`` as a trace (eagerly, on the real arguments) and record its graph for later
     calls with ``replay_key`` (_compile_replay), unless the body did something a replay could
     not repeat (or ``keep`` is False: MLX's first compiled call of a process traces again at
@@ -132,12 +134,19 @@ def _record_call(fun: Callable[..., Any], args: tuple, kwargs: dict, leaves: lis
     before = _replay.array_leaves((args, kwargs, inputs), [])
     nodes = [(a._prim, a._inputs, a._data) for a in before]
     _compile_trace.enter(before)
+    keys: list = []
     try:
         with _replay.KeepEvaluated() as tape:
             _state_signature(inputs, shapeless, signature)
             sig = tuple(signature)
             words = traced.get(sig)
-            if words is None:  # a new trace draws from (and advances) the global key
+            if random_captured:  # the key is an input: fresh draws each call (logged, so that
+                key_state._log = keys  # a replay draws its own keys in their place)
+                try:
+                    out = fun(*args, **kwargs)
+                finally:
+                    key_state._log = None
+            elif words is None:  # a new trace draws from (and advances) the global key
                 traced[sig] = key_state._words
                 out = fun(*args, **kwargs)
             else:
@@ -159,7 +168,8 @@ def _record_call(fun: Callable[..., Any], args: tuple, kwargs: dict, leaves: lis
             if unchanged:
                 state_out = _replay.array_leaves(outputs, []) if outputs is not None else []
                 rec = _replay.record(before, out, state_out, tape,
-                                     {id(a) for a, b in zip(originals, before) if a is not b})
+                                     {id(a) for a, b in zip(originals, before) if a is not b},
+                                     keys)
                 if rec is not None and keep:
                     recordings[replay_key] = rec
     finally:
