@@ -798,3 +798,25 @@ def test_custom_jvp_with_constant_term():
         assert len(results[0]) == len(results[1])
         for ours, theirs in zip(*results):
             _close(ours, theirs)
+
+
+def test_grad_with_respect_to_a_module_argument_passes_the_module():
+    import pycudamlx.nn as pnn
+
+    mnn = pytest.importorskip("mlx.nn")
+    results = []
+    for lib, nn_mod in ((mx, pnn), (M, mnn)):
+        lib.random.seed(0)
+        model = nn_mod.Linear(2, 1)
+        weight = model.weight
+        seen = []
+
+        def loss(mod, x):
+            seen.append(isinstance(mod, nn_mod.Module))
+            return mod(x).sum()  # callable: MLX hands fun the module itself
+
+        g = lib.grad(loss)(model, lib.ones((3, 2)))
+        assert type(g) is dict and seen == [True]
+        assert model.weight is weight  # the caller's parameters are put back
+        results.append(np.array(g["weight"]))
+    np.testing.assert_allclose(results[0], results[1])
