@@ -582,24 +582,27 @@ def test_matmul_operator():
 
 
 def test_numpy_operand_on_the_left(mlx):
-    """numpy's operators defer to us: the result is MLX's ``a op np_value`` (MLX itself lets
-    numpy compute a numpy array there; we give the MLX result, as documented)."""
-    a = mx.array([1, 2, 3])
-    for left in (np.float32(2), np.int64(2), np.array([1, 2, 3]), np.float64(2.5)):
-        r = left * a
-        assert isinstance(r, mx.array)
-        ref = mlx.array([1, 2, 3]) * left
-        assert repr(r.dtype) == repr(ref.dtype) and r.tolist() == ref.tolist()
-    r = np.array([1.0, 2.0, 3.0]) < mx.array([2.0, 2.0, 2.0])
-    assert isinstance(r, mx.array) and r.tolist() == [True, False, False]
-    # np_array @ a works in MLX (numpy computes it); ours is the MLX matmul of both
-    m = np.ones((2, 3), np.float32) @ mx.ones((3,))
-    assert m.tolist() == [3.0, 3.0]
-    assert np.array(np.ones((2, 3), np.float32) @ mlx.ones((3,))).tolist() == [3.0, 3.0]
-    # other ufuncs compute in numpy, as with MLX
-    s = np.sin(mx.array([1.0, 2.0]))
-    assert isinstance(s, np.ndarray)
-    assert np.allclose(mx.array([1.0, 2.0]), [1.0, 2.0])
+    """numpy on the left computes in numpy, as in MLX: the result is a numpy array with numpy's
+    dtype, so MLX code's ``np.all(np_array == a)`` idiom works."""
+    cases = ["np.float32(2) * a", "np.int64(2) + a", "np.array([1, 2, 3]) * a",
+             "np.float64(2.5) - a", "np.array([1.0, 2.0, 3.0]) < a", "np.array(2.0) / a",
+             "np.ones((2, 3), np.float32) @ a.astype(m.float32)", "np.int32(7) // a",
+             "np.array([1, 2, 3]) & a", "np.sin(a)"]
+    for expr in cases:
+        results = []
+        for m in (mx, mlx):
+            a = m.array([1, 2, 3])
+            r = eval(expr)  # noqa: S307 - fixed test expressions
+            results.append(r)
+        ours, ref = results
+        assert isinstance(ours, (np.ndarray, np.generic)), expr
+        assert isinstance(ref, (np.ndarray, np.generic)), expr
+        assert ours.dtype == ref.dtype and np.array_equal(ours, ref), expr
+    # the idiom MLX's own tests use everywhere
+    assert np.all(np.array([1, 2, 3]) == mx.array([1, 2, 3]))
+    assert np.all(np.array([0.5, 2.0]) <= mx.array([1.0, 2.0]))
+    with pytest.raises(TypeError, match="out="):
+        np.add(np.ones(3), 1, out=mx.zeros(3))
 
 
 def test_unary_operators(mlx):
