@@ -881,3 +881,27 @@ def test_array_of_none_names_self_as_mlx():
             m.array(None)
         msgs.append(str(info.value))
     assert msgs[0] == msgs[1]
+
+
+def test_list_of_arrays_stays_in_the_graph(mlx):
+    """mx.array([x, ...]) with mx arrays inside stacks them in the graph, as MLX does: gradients
+    flow through x, and dtypes follow MLX's per-element conversion and promotion."""
+    def grads(m):
+        f = lambda x: (3 * m.array([x, m.array([2.0])])).sum()  # noqa: E731
+        g = lambda x: (m.array([x * x, [3.0, 4.0]], m.float32)  # noqa: E731
+                       * m.array([[1.0, 1.0], [0.0, 0.0]])).sum()
+        return (m.grad(f)(m.array([1.0])).tolist(),
+                m.grad(g)(m.array([1.0, -2.5])).tolist())
+
+    assert grads(mx) == grads(mlx)
+    for build in ("m.array([m.array(1, m.int8), 2])",
+                  "m.array([[m.array([1], m.bfloat16), [2.5]]])",
+                  "m.array([m.array([1.5]), m.array([2], m.int32)], m.int16)",
+                  "m.array([m.array([True]), m.array([3], m.uint8)])"):
+        ours = eval(build, {"m": mx})  # noqa: S307 - fixed test expressions
+        ref = eval(build, {"m": mlx})  # noqa: S307
+        assert repr(ours.dtype) == repr(ref.dtype), build
+        assert ours.shape == ref.shape and ours.astype(mx.float32).tolist() == \
+            ref.astype(mlx.float32).tolist(), build
+    with pytest.raises(ValueError, match="non-uniform length"):
+        mx.array([mx.array([1.0]), 1.0])

@@ -304,8 +304,9 @@ def _leaves_data(leaves: list[Any], shape: list[int], kind: int,
     return _cast(host, target), target
 
 
-def sequence_data(val: list | tuple, dtype: dt.Dtype | None) -> tuple[np.ndarray, dt.Dtype]:
-    """numpy data and dtype of ``mx.array(list_or_tuple, dtype)``."""
+def sequence_data(val: list | tuple, dtype: dt.Dtype | None) -> tuple[Any, dt.Dtype]:
+    """Data and dtype of ``mx.array(list_or_tuple, dtype)``: numpy data, or an mx array (the
+    stack of the elements) when mx arrays are inside."""
     fast = _flatten_fast(val)
     if fast is not None:
         shape, leaves = fast
@@ -322,13 +323,18 @@ def sequence_data(val: list | tuple, dtype: dt.Dtype | None) -> tuple[np.ndarray
             target = dtype or dt.float32
             return np.zeros(shape, dtype=target.np_dtype), target
         return _leaves_data(leaves, shape, kind, dtype)
-    # mx arrays inside: MLX converts each top-level element on its own and stacks the results.
+    # mx arrays inside: MLX converts each top-level element on its own and stacks the results,
+    # in the graph (so mx.array([x, y]) under grad/vjp differentiates through x and y).
+    from .array import array, from_data
+    from .shape import stack
+
     parts = [element_data(el, dtype) for el in val]
     target = parts[0][1]
     for _, d in parts[1:]:
         target = dt.promote_types(target, d)
-    host = np.stack([_cast(np.asarray(p), target) for p, _ in parts])
-    return host, target
+    items = [p.astype(target) if isinstance(p, array)
+             else from_data(_cast(np.asarray(p), target), target) for p, _ in parts]
+    return stack(items), target
 
 
 def _iter_leaves(val: Any, ndim: int):
@@ -344,16 +350,15 @@ def _iter_leaves(val: Any, ndim: int):
             yield el
 
 
-def element_data(el: Any, dtype: dt.Dtype | None) -> tuple[np.ndarray, dt.Dtype]:
-    """One element of a list that holds mx arrays, converted as ``mx.array(el, dtype)`` would,
-    as host data (the stack is assembled on the host)."""
+def element_data(el: Any, dtype: dt.Dtype | None) -> tuple[Any, dt.Dtype]:
+    """One element of a list that holds mx arrays, converted as ``mx.array(el, dtype)`` would:
+    an mx array (kept in the graph, cast lazily by astype's rules) or host data."""
     from .array import array
 
     if isinstance(el, array):
-        host = el._numpy()
         if dtype is None or dtype is el._dtype:
-            return host, el._dtype
-        return np.asarray(cast_numpy(host, dtype)), dtype  # astype's rules
+            return el, el._dtype
+        return el.astype(dtype), dtype
     if isinstance(el, _SEQ):
         return sequence_data(el, dtype)
     return scalar_data(el, dtype)
