@@ -289,6 +289,18 @@ def test_setitem_errors():
         u[0] = 300
 
 
+def test_setitem_checks_the_update_shape_before_index_range(mx):
+    """A mis-shaped update is MLX's ValueError even when an index array is also out of range
+    (MLX does not range-check; we raise IndexError only for an otherwise valid update)."""
+    for m in (pm, mx):
+        for update in (m.arange(2), m.arange(3)):
+            a = m.zeros((4, 3, 4))
+            with pytest.raises(ValueError, match="cannot be broadcast"):
+                a[m.array([2, 3]), None, m.array([2, 3])] = update
+    a = pm.zeros((4, 3, 4))
+    with pytest.raises(IndexError, match="out of bounds"):
+        a[pm.array([2, 3]), None, pm.array([2, 3])] = pm.arange(4)
+
 def test_lazy_out_of_range_scatter_indices_are_skipped():
     a = pm.array(np.zeros(5, np.float32))
     idx = pm.add(pm.array([1, 9, -1, -20]), 0)
