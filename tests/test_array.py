@@ -905,3 +905,13 @@ def test_list_of_arrays_stays_in_the_graph(mlx):
             ref.astype(mlx.float32).tolist(), build
     with pytest.raises(ValueError, match="non-uniform length"):
         mx.array([mx.array([1.0]), 1.0])
+
+
+def test_numpy_dimension_beyond_int32_is_mlx_overflow_error(mlx):
+    """MLX's shapes are int32: a numpy array with a longer dimension is refused (np.empty costs
+    no memory until touched)."""
+    big = np.empty(2**31, np.bool_)
+    for m in (mx, mlx):
+        with pytest.raises(OverflowError, match="Shape dimension 2147483648 is outside"):
+            m.array(big)
+    assert mx.array(np.empty((2, 0), np.float32)).shape == (2, 0)

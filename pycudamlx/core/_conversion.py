@@ -34,6 +34,8 @@ from .. import dtypes as dt
 from ..backend.memstats import track_host
 from ..graph.primitives.elementwise import cast_numpy
 
+_I32_MAX = 2**31 - 1  # MLX's shape dimensions are int32
+
 
 def _numpy_max_dims() -> int:
     for n in (64, 32):
@@ -372,6 +374,12 @@ def numpy_data(val: np.ndarray, dtype: dt.Dtype | None) -> tuple[np.ndarray, dt.
     """A copy of a numpy array (any layout) converted as MLX converts it."""
     if val.ndim > MAX_NDIM:  # pragma: no cover - numpy itself refuses these
         raise _too_deep()
+    if val.size > _I32_MAX:  # only then can a dimension be beyond MLX's int32 shapes
+        for d in val.shape:
+            if d > _I32_MAX:
+                raise OverflowError(f"Shape dimension {d} is outside the supported range "
+                                    "[-2147483648, 2147483647]. MLX currently uses 32-bit "
+                                    "integers for shape dimensions.")
     natural = dt.dtype_from_numpy(val.dtype)
     target = dtype or natural
     if val.dtype == target.np_dtype:
