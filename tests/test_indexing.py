@@ -301,6 +301,21 @@ def test_setitem_checks_the_update_shape_before_index_range(mx):
     with pytest.raises(IndexError, match="out of bounds"):
         a[pm.array([2, 3]), None, pm.array([2, 3])] = pm.arange(4)
 
+def test_setitem_with_a_bare_bool_is_a_mask(mx):
+    """a[True] = v sets every element and a[False] = v none, as MLX (which refuses a bare bool
+    in a[...] reads, as we do)."""
+    for stmt in ("a[True] = 5.0", "a[False] = 5.0", "a[np.bool_(True)] = m.array([7.0])",
+                 "c[True] = m.arange(3)", "c[False] = 2", "s[True] = 4.0"):
+        results = []
+        for m in (pm, mx):
+            env = {"m": m, "np": np, "a": m.array([1.0, 2.0, 3.0]), "c": m.zeros((2, 3)),
+                   "s": m.array(1.0)}
+            exec(stmt, env)  # noqa: S102 - fixed test statements
+            results.append([env[k].tolist() for k in ("a", "c", "s")])
+        assert results[0] == results[1], stmt
+    with pytest.raises(ValueError, match="Cannot index mlx array using the given type"):
+        pm.array([1.0, 2.0])[True]
+
 def test_lazy_out_of_range_scatter_indices_are_skipped():
     a = pm.array(np.zeros(5, np.float32))
     idx = pm.add(pm.array([1, 9, -1, -20]), 0)

@@ -425,6 +425,8 @@ def _update_node(old: array, index: Any, value: Any) -> array:
         candidate = array(index)
         if candidate._dtype is dt.bool_:
             mask = candidate
+    elif isinstance(index, (bool, np.bool_)):  # a[True] = v: MLX takes a bare bool as a mask
+        mask = array(bool(index))
     if mask is not None:
         return _masked(old, mask, v, s)
     if index is Ellipsis or (type(index) is tuple and not index):
