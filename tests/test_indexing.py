@@ -381,3 +381,20 @@ def test_setitem_int_index_shape_errors_match_mlx(mx, shape, index, vshape):
         except ValueError as e:
             outcomes.append(("error", str(e)))
     assert outcomes[0] == outcomes[1]
+
+
+def test_along_axis_with_empty_float_indices(mx):
+    """MLX's scatter skips empty indices, so put_along_axis accepts empty float indices;
+    take_along_axis refuses them, and non-empty ones are its RuntimeError."""
+    for m in (pm, mx):
+        a = m.array([], m.float32)
+        out = m.put_along_axis(a, a, a, axis=None)
+        m.eval(out)
+        assert out.shape == (0,)
+        out = m.put_along_axis(m.zeros((2, 0)), m.zeros((2, 0)), m.zeros((2, 0)), axis=1)
+        m.eval(out)
+        assert out.shape == (2, 0)
+        with pytest.raises(RuntimeError, match="Cannot gather with indices type"):
+            m.eval(m.take_along_axis(m.zeros((2, 0)), m.zeros((2, 0)), axis=1))
+    with pytest.raises(RuntimeError, match="Cannot scatter with indices type"):
+        pm.put_along_axis(pm.zeros(3), pm.array([0.0, 1.0]), pm.array([1.0, 1.0]), axis=0)

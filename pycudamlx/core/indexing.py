@@ -555,6 +555,8 @@ def _along_axis_args(a: array, indices: Any, axis: int | None, fn: str, sig: str
         raise ValueError(f"[{fn}] Indices of dimension {idx.ndim} does not match array of "
                          f"dimension {a.ndim}.")
     if idx._dtype.kind not in "iu":
+        if idx.size == 0 and fn == "put_along_axis":  # MLX's scatter skips empty indices
+            return a, astype(idx, dt.int32, s), ax
         what = "GatherAxis::eval_cpu] Cannot gather" if fn == "take_along_axis" else \
             "ScatterAxis::eval_cpu] Cannot scatter"
         raise RuntimeError(f"[{what} with indices type.")
