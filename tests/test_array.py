@@ -915,3 +915,34 @@ def test_numpy_dimension_beyond_int32_is_mlx_overflow_error(mlx):
         with pytest.raises(OverflowError, match="Shape dimension 2147483648 is outside"):
             m.array(big)
     assert mx.array(np.empty((2, 0), np.float32)).shape == (2, 0)
+
+
+def test_array_namespace_info_matches_mlx(mlx):
+    """mx.__array_namespace_info__(): capabilities, devices, default dtypes, dtypes by device
+    and kind (float64 on the CPU only), and MLX's errors."""
+    ours, ref = mx.__array_namespace_info__(), mlx.__array_namespace_info__()
+
+    def names(d):
+        return {k: repr(v) for k, v in d.items()}
+
+    assert ours.capabilities() == ref.capabilities()
+    assert [repr(d) for d in ours.devices()] == [repr(d) for d in ref.devices()]
+    assert repr(ours.default_device()) == repr(ref.default_device())
+    assert names(ours.default_dtypes()) == names(ref.default_dtypes())
+    assert list(ours.dtypes()) == list(ref.dtypes())
+    assert list(ours.dtypes(device=mx.Device(mx.cpu))) == list(ref.dtypes(device=mlx.Device(
+        mlx.cpu)))
+    assert "float64" not in ours.dtypes(device=mx.Device(mx.gpu))
+    for kind in ("bool", "signed integer", "unsigned integer", "integral", "real floating",
+                 "complex floating", "numeric", ("bool", "complex floating")):
+        assert names(ours.dtypes(kind=kind)) == names(ref.dtypes(kind=kind)), kind
+    for m, info in ((mx, ours), (mlx, ref)):
+        with pytest.raises(ValueError, match="Unsupported dtype kind"):
+            info.dtypes(kind="invalid")
+        with pytest.raises(ValueError, match="Unsupported dtype kind"):
+            info.dtypes(kind=["bool"])
+        with pytest.raises(TypeError, match="Expected a mlx Device"):
+            info.dtypes(device="cpu")
+        with pytest.raises(TypeError, match="Expected a mlx Device"):
+            info.default_dtypes(device=1)
+    assert hasattr(mx.array(1.0).__array_namespace__(), "__array_namespace_info__")
