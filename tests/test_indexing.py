@@ -398,3 +398,19 @@ def test_along_axis_with_empty_float_indices(mx):
             m.eval(m.take_along_axis(m.zeros((2, 0)), m.zeros((2, 0)), axis=1))
     with pytest.raises(RuntimeError, match="Cannot scatter with indices type"):
         pm.put_along_axis(pm.zeros(3), pm.array([0.0, 1.0]), pm.array([1.0, 1.0]), axis=0)
+
+
+def test_setitem_ellipsis_on_a_scalar_array(mx):
+    """s[...] = v on a 0-d array writes v (was an internal IndexError); a[...] broadcasts and
+    squeezes leading size-1 dims of the update, as MLX."""
+    for m in (pm, mx):
+        s = m.array(0)
+        s[...] = 7
+        assert s.tolist() == 7
+        s[...] = m.array([[9]])
+        assert s.tolist() == 9 and s.shape == ()
+        e = m.zeros((2, 3), m.int32)
+        e[...] = m.array([[[1, 2, 3], [4, 5, 6]]])
+        assert e.tolist() == [[1, 2, 3], [4, 5, 6]]
+        with pytest.raises(ValueError):
+            e[...] = m.zeros((2, 1, 3), m.int32)

@@ -439,7 +439,7 @@ def _update_node(old: array, index: Any, value: Any) -> array:
     if not any(kind == _ARRAY for kind, _ in parsed):
         spec, _ = _basic_spec(shape, parsed, keep_arrays=True)
         result, origin = _basic_spec(shape, parsed, keep_arrays=False)
-        if type(index) is not tuple and parsed[0][0] == _INT:
+        if type(index) is not tuple and parsed and parsed[0][0] == _INT:
             _check_int_update(v._shape, shape)
         upd = _fit(v, result.shape, s)
         if result.shape != spec.shape:  # drop the Nones' size-1 dims
@@ -683,7 +683,7 @@ def _at_update(a: array, index: Any, value: Any, name: str) -> array:
     if not any(kind == _ARRAY for kind, _ in parsed):
         spec, _ = _basic_spec(shape, parsed, keep_arrays=True)
         result, origin = _basic_spec(shape, parsed, keep_arrays=False)
-        if type(index) is not tuple and parsed[0][0] == _INT:
+        if type(index) is not tuple and parsed and parsed[0][0] == _INT:
             _check_int_update(v._shape, shape)
         upd = _fit(v, result.shape, s)
         if result.shape != spec.shape:
