@@ -582,24 +582,27 @@ def test_matmul_operator():
 
 
 def test_numpy_operand_on_the_left(mlx):
-    """numpy's operators defer to us: the result is MLX's ``a op np_value`` (MLX itself lets
-    numpy compute a numpy array there; we give the MLX result, as documented)."""
-    a = mx.array([1, 2, 3])
-    for left in (np.float32(2), np.int64(2), np.array([1, 2, 3]), np.float64(2.5)):
-        r = left * a
-        assert isinstance(r, mx.array)
-        ref = mlx.array([1, 2, 3]) * left
-        assert repr(r.dtype) == repr(ref.dtype) and r.tolist() == ref.tolist()
-    r = np.array([1.0, 2.0, 3.0]) < mx.array([2.0, 2.0, 2.0])
-    assert isinstance(r, mx.array) and r.tolist() == [True, False, False]
-    # np_array @ a works in MLX (numpy computes it); ours is the MLX matmul of both
-    m = np.ones((2, 3), np.float32) @ mx.ones((3,))
-    assert m.tolist() == [3.0, 3.0]
-    assert np.array(np.ones((2, 3), np.float32) @ mlx.ones((3,))).tolist() == [3.0, 3.0]
-    # other ufuncs compute in numpy, as with MLX
-    s = np.sin(mx.array([1.0, 2.0]))
-    assert isinstance(s, np.ndarray)
-    assert np.allclose(mx.array([1.0, 2.0]), [1.0, 2.0])
+    """numpy on the left computes in numpy, as in MLX: the result is a numpy array with numpy's
+    dtype, so MLX code's ``np.all(np_array == a)`` idiom works."""
+    cases = ["np.float32(2) * a", "np.int64(2) + a", "np.array([1, 2, 3]) * a",
+             "np.float64(2.5) - a", "np.array([1.0, 2.0, 3.0]) < a", "np.array(2.0) / a",
+             "np.ones((2, 3), np.float32) @ a.astype(m.float32)", "np.int32(7) // a",
+             "np.array([1, 2, 3]) & a", "np.sin(a)"]
+    for expr in cases:
+        results = []
+        for m in (mx, mlx):
+            a = m.array([1, 2, 3])
+            r = eval(expr)  # noqa: S307 - fixed test expressions
+            results.append(r)
+        ours, ref = results
+        assert isinstance(ours, (np.ndarray, np.generic)), expr
+        assert isinstance(ref, (np.ndarray, np.generic)), expr
+        assert ours.dtype == ref.dtype and np.array_equal(ours, ref), expr
+    # the idiom MLX's own tests use everywhere
+    assert np.all(np.array([1, 2, 3]) == mx.array([1, 2, 3]))
+    assert np.all(np.array([0.5, 2.0]) <= mx.array([1.0, 2.0]))
+    with pytest.raises(TypeError, match="out="):
+        np.add(np.ones(3), 1, out=mx.zeros(3))
 
 
 def test_unary_operators(mlx):
@@ -878,3 +881,68 @@ def test_array_of_none_names_self_as_mlx():
             m.array(None)
         msgs.append(str(info.value))
     assert msgs[0] == msgs[1]
+
+
+def test_list_of_arrays_stays_in_the_graph(mlx):
+    """mx.array([x, ...]) with mx arrays inside stacks them in the graph, as MLX does: gradients
+    flow through x, and dtypes follow MLX's per-element conversion and promotion."""
+    def grads(m):
+        f = lambda x: (3 * m.array([x, m.array([2.0])])).sum()  # noqa: E731
+        g = lambda x: (m.array([x * x, [3.0, 4.0]], m.float32)  # noqa: E731
+                       * m.array([[1.0, 1.0], [0.0, 0.0]])).sum()
+        return (m.grad(f)(m.array([1.0])).tolist(),
+                m.grad(g)(m.array([1.0, -2.5])).tolist())
+
+    assert grads(mx) == grads(mlx)
+    for build in ("m.array([m.array(1, m.int8), 2])",
+                  "m.array([[m.array([1], m.bfloat16), [2.5]]])",
+                  "m.array([m.array([1.5]), m.array([2], m.int32)], m.int16)",
+                  "m.array([m.array([True]), m.array([3], m.uint8)])"):
+        ours = eval(build, {"m": mx})  # noqa: S307 - fixed test expressions
+        ref = eval(build, {"m": mlx})  # noqa: S307
+        assert repr(ours.dtype) == repr(ref.dtype), build
+        assert ours.shape == ref.shape and ours.astype(mx.float32).tolist() == \
+            ref.astype(mlx.float32).tolist(), build
+    with pytest.raises(ValueError, match="non-uniform length"):
+        mx.array([mx.array([1.0]), 1.0])
+
+
+def test_numpy_dimension_beyond_int32_is_mlx_overflow_error(mlx):
+    """MLX's shapes are int32: a numpy array with a longer dimension is refused (np.empty costs
+    no memory until touched)."""
+    big = np.empty(2**31, np.bool_)
+    for m in (mx, mlx):
+        with pytest.raises(OverflowError, match="Shape dimension 2147483648 is outside"):
+            m.array(big)
+    assert mx.array(np.empty((2, 0), np.float32)).shape == (2, 0)
+
+
+def test_array_namespace_info_matches_mlx(mlx):
+    """mx.__array_namespace_info__(): capabilities, devices, default dtypes, dtypes by device
+    and kind (float64 on the CPU only), and MLX's errors."""
+    ours, ref = mx.__array_namespace_info__(), mlx.__array_namespace_info__()
+
+    def names(d):
+        return {k: repr(v) for k, v in d.items()}
+
+    assert ours.capabilities() == ref.capabilities()
+    assert [repr(d) for d in ours.devices()] == [repr(d) for d in ref.devices()]
+    assert repr(ours.default_device()) == repr(ref.default_device())
+    assert names(ours.default_dtypes()) == names(ref.default_dtypes())
+    assert list(ours.dtypes()) == list(ref.dtypes())
+    assert list(ours.dtypes(device=mx.Device(mx.cpu))) == list(ref.dtypes(device=mlx.Device(
+        mlx.cpu)))
+    assert "float64" not in ours.dtypes(device=mx.Device(mx.gpu))
+    for kind in ("bool", "signed integer", "unsigned integer", "integral", "real floating",
+                 "complex floating", "numeric", ("bool", "complex floating")):
+        assert names(ours.dtypes(kind=kind)) == names(ref.dtypes(kind=kind)), kind
+    for m, info in ((mx, ours), (mlx, ref)):
+        with pytest.raises(ValueError, match="Unsupported dtype kind"):
+            info.dtypes(kind="invalid")
+        with pytest.raises(ValueError, match="Unsupported dtype kind"):
+            info.dtypes(kind=["bool"])
+        with pytest.raises(TypeError, match="Expected a mlx Device"):
+            info.dtypes(device="cpu")
+        with pytest.raises(TypeError, match="Expected a mlx Device"):
+            info.default_dtypes(device=1)
+    assert hasattr(mx.array(1.0).__array_namespace__(), "__array_namespace_info__")

@@ -318,3 +318,14 @@ def test_bad_shape_values_fail_like_mlx(mx, text):
             out.append((type(e).__name__, str(e).split(" (")[0]))
     assert got == want
     assert pm.zeros(True).shape == (1,) and pm.ones((2, True)).shape == (2, 1)
+
+
+def test_linspace_endpoint_takes_a_bool_only(mx):
+    """linspace's 4th positional argument is endpoint: MLX refuses anything but a Python bool
+    (so linspace(0, 10, 5, mx.int64) is a TypeError, not a float32 result)."""
+    for m in (pm, mx):
+        for bad in (m.int64, 1, 0, np.bool_(True), None, 1.0):
+            with pytest.raises(TypeError, match="incompatible function arguments"):
+                m.linspace(0, 10, 5, bad)
+        assert m.linspace(0, 1, 4, False).tolist() == [0.0, 0.25, 0.5, 0.75]
+        assert m.linspace(0, 10, 5, dtype=m.int64).dtype == m.int64

@@ -289,6 +289,33 @@ def test_setitem_errors():
         u[0] = 300
 
 
+def test_setitem_checks_the_update_shape_before_index_range(mx):
+    """A mis-shaped update is MLX's ValueError even when an index array is also out of range
+    (MLX does not range-check; we raise IndexError only for an otherwise valid update)."""
+    for m in (pm, mx):
+        for update in (m.arange(2), m.arange(3)):
+            a = m.zeros((4, 3, 4))
+            with pytest.raises(ValueError, match="cannot be broadcast"):
+                a[m.array([2, 3]), None, m.array([2, 3])] = update
+    a = pm.zeros((4, 3, 4))
+    with pytest.raises(IndexError, match="out of bounds"):
+        a[pm.array([2, 3]), None, pm.array([2, 3])] = pm.arange(4)
+
+def test_setitem_with_a_bare_bool_is_a_mask(mx):
+    """a[True] = v sets every element and a[False] = v none, as MLX (which refuses a bare bool
+    in a[...] reads, as we do)."""
+    for stmt in ("a[True] = 5.0", "a[False] = 5.0", "a[np.bool_(True)] = m.array([7.0])",
+                 "c[True] = m.arange(3)", "c[False] = 2", "s[True] = 4.0"):
+        results = []
+        for m in (pm, mx):
+            env = {"m": m, "np": np, "a": m.array([1.0, 2.0, 3.0]), "c": m.zeros((2, 3)),
+                   "s": m.array(1.0)}
+            exec(stmt, env)  # noqa: S102 - fixed test statements
+            results.append([env[k].tolist() for k in ("a", "c", "s")])
+        assert results[0] == results[1], stmt
+    with pytest.raises(ValueError, match="Cannot index mlx array using the given type"):
+        pm.array([1.0, 2.0])[True]
+
 def test_lazy_out_of_range_scatter_indices_are_skipped():
     a = pm.array(np.zeros(5, np.float32))
     idx = pm.add(pm.array([1, 9, -1, -20]), 0)
@@ -367,3 +394,36 @@ def test_setitem_whole_scalar(mx, index):
         assert ours.shape == theirs.shape == ()
         assert ours.dtype == pm.float32
         assert ours.item() == theirs.item()
+
+
+def test_along_axis_with_empty_float_indices(mx):
+    """MLX's scatter skips empty indices, so put_along_axis accepts empty float indices;
+    take_along_axis refuses them, and non-empty ones are its RuntimeError."""
+    for m in (pm, mx):
+        a = m.array([], m.float32)
+        out = m.put_along_axis(a, a, a, axis=None)
+        m.eval(out)
+        assert out.shape == (0,)
+        out = m.put_along_axis(m.zeros((2, 0)), m.zeros((2, 0)), m.zeros((2, 0)), axis=1)
+        m.eval(out)
+        assert out.shape == (2, 0)
+        with pytest.raises(RuntimeError, match="Cannot gather with indices type"):
+            m.eval(m.take_along_axis(m.zeros((2, 0)), m.zeros((2, 0)), axis=1))
+    with pytest.raises(RuntimeError, match="Cannot scatter with indices type"):
+        pm.put_along_axis(pm.zeros(3), pm.array([0.0, 1.0]), pm.array([1.0, 1.0]), axis=0)
+
+
+def test_setitem_ellipsis_on_a_scalar_array(mx):
+    """s[...] = v on a 0-d array writes v (was an internal IndexError); a[...] broadcasts and
+    squeezes leading size-1 dims of the update, as MLX."""
+    for m in (pm, mx):
+        s = m.array(0)
+        s[...] = 7
+        assert s.tolist() == 7
+        s[...] = m.array([[9]])
+        assert s.tolist() == 9 and s.shape == ()
+        e = m.zeros((2, 3), m.int32)
+        e[...] = m.array([[[1, 2, 3], [4, 5, 6]]])
+        assert e.tolist() == [[1, 2, 3], [4, 5, 6]]
+        with pytest.raises(ValueError):
+            e[...] = m.zeros((2, 1, 3), m.int32)

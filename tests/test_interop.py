@@ -248,3 +248,29 @@ def test_bfloat16_refuses_the_buffer_protocol_so_numpy_reads_values():
     got = np.array(x)
     assert got.dtype == ml_dtypes.bfloat16
     np.testing.assert_array_equal(got.astype(np.float32), [1.5, -2.25, 3.0])
+
+
+def test_numpy_view_without_copy_keeps_the_array_alive(mlx):
+    """np.array(a, copy=False), as in MLX: a writeable view that does not own its memory, whose
+    base keeps the mx array alive; writes show in the array; broadcasts keep their 0 strides."""
+    import weakref
+
+    for m in (mx, mlx):
+        a = m.ones((2, 2))
+        v = np.array(a, copy=False)
+        assert not v.flags.owndata and v.flags.writeable
+        v[0, 1] = 5.0
+        assert a.tolist() == [[1.0, 5.0], [1.0, 1.0]]
+        b = np.array(m.broadcast_to(m.ones((2, 2)), (5, 2, 2)), copy=False)
+        assert b.strides == (0, 8, 4) and np.array_equal(b, np.ones((5, 2, 2), np.float32))
+        c = m.arange(3)
+        ref = weakref.ref(c)
+        view = np.array(c, copy=False)
+        del c
+        gc.collect()
+        assert ref() is not None and view.tolist() == [0, 1, 2]
+        del view
+        gc.collect()
+        assert ref() is None
+    h = np.array(mx.array([1.5, -2.0], mx.bfloat16), copy=False)
+    assert h.dtype == ml_dtypes.bfloat16 and h.tolist() == [1.5, -2.0]

@@ -697,3 +697,19 @@ def test_var_std_correction_keyword_replaces_ddof(mlx):
             m.var(m.ones((3,)), correction=1.5)
         msgs.append(str(err.value))
     assert msgs[0] == msgs[1]
+
+
+def test_softmax_logsumexp_of_a_scalar_over_axes_is_value_error(mlx):
+    """A 0-d array over explicit axes: MLX's ValueError ("non-empty axes"), not the IndexError
+    the plain reductions raise; no axis or an empty axis list still works."""
+    for fn in ("softmax", "logsumexp"):
+        for m in (mx, mlx):
+            f = getattr(m, fn)
+            for axis in (-1, 0, [0], (0,)):
+                with pytest.raises(ValueError, match=rf"\[{fn}\] Received non-empty axes"):
+                    f(m.array(1.5), axis=axis)
+        assert getattr(mx, fn)(mx.array(1.5)).tolist() == getattr(mlx, fn)(mlx.array(1.5)).tolist()
+        assert getattr(mx, fn)(mx.array(1.5), axis=[]).tolist() == \
+            getattr(mlx, fn)(mlx.array(1.5), axis=[]).tolist()
+    with pytest.raises(IndexError):
+        mx.sum(mx.array(1.0), axis=-1)

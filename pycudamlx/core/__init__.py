@@ -25,6 +25,7 @@ from .device import *  # noqa: F401,F403,E402
 from .array import *  # noqa: F401,F403,E402
 from .printing import *  # noqa: F401,F403,E402
 from .interop import *  # noqa: F401,F403,E402
+from .array_api_info import *  # noqa: F401,F403,E402
 from .memory import *  # noqa: F401,F403,E402
 from . import cuda, metal  # noqa: F401,E402
 from . import fast  # noqa: F401,E402

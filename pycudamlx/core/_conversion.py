@@ -34,6 +34,8 @@ from .. import dtypes as dt
 from ..backend.memstats import track_host
 from ..graph.primitives.elementwise import cast_numpy
 
+_I32_MAX = 2**31 - 1  # MLX's shape dimensions are int32
+
 
 def _numpy_max_dims() -> int:
     for n in (64, 32):
@@ -304,8 +306,9 @@ def _leaves_data(leaves: list[Any], shape: list[int], kind: int,
     return _cast(host, target), target
 
 
-def sequence_data(val: list | tuple, dtype: dt.Dtype | None) -> tuple[np.ndarray, dt.Dtype]:
-    """numpy data and dtype of ``mx.array(list_or_tuple, dtype)``."""
+def sequence_data(val: list | tuple, dtype: dt.Dtype | None) -> tuple[Any, dt.Dtype]:
+    """Data and dtype of ``mx.array(list_or_tuple, dtype)``: numpy data, or an mx array (the
+    stack of the elements) when mx arrays are inside."""
     fast = _flatten_fast(val)
     if fast is not None:
         shape, leaves = fast
@@ -322,13 +325,18 @@ def sequence_data(val: list | tuple, dtype: dt.Dtype | None) -> tuple[np.ndarray
             target = dtype or dt.float32
             return np.zeros(shape, dtype=target.np_dtype), target
         return _leaves_data(leaves, shape, kind, dtype)
-    # mx arrays inside: MLX converts each top-level element on its own and stacks the results.
+    # mx arrays inside: MLX converts each top-level element on its own and stacks the results,
+    # in the graph (so mx.array([x, y]) under grad/vjp differentiates through x and y).
+    from .array import array, from_data
+    from .shape import stack
+
     parts = [element_data(el, dtype) for el in val]
     target = parts[0][1]
     for _, d in parts[1:]:
         target = dt.promote_types(target, d)
-    host = np.stack([_cast(np.asarray(p), target) for p, _ in parts])
-    return host, target
+    items = [p.astype(target) if isinstance(p, array)
+             else from_data(_cast(np.asarray(p), target), target) for p, _ in parts]
+    return stack(items), target
 
 
 def _iter_leaves(val: Any, ndim: int):
@@ -344,16 +352,15 @@ def _iter_leaves(val: Any, ndim: int):
             yield el
 
 
-def element_data(el: Any, dtype: dt.Dtype | None) -> tuple[np.ndarray, dt.Dtype]:
-    """One element of a list that holds mx arrays, converted as ``mx.array(el, dtype)`` would,
-    as host data (the stack is assembled on the host)."""
+def element_data(el: Any, dtype: dt.Dtype | None) -> tuple[Any, dt.Dtype]:
+    """One element of a list that holds mx arrays, converted as ``mx.array(el, dtype)`` would:
+    an mx array (kept in the graph, cast lazily by astype's rules) or host data."""
     from .array import array
 
     if isinstance(el, array):
-        host = el._numpy()
         if dtype is None or dtype is el._dtype:
-            return host, el._dtype
-        return np.asarray(cast_numpy(host, dtype)), dtype  # astype's rules
+            return el, el._dtype
+        return el.astype(dtype), dtype
     if isinstance(el, _SEQ):
         return sequence_data(el, dtype)
     return scalar_data(el, dtype)
@@ -367,6 +374,12 @@ def numpy_data(val: np.ndarray, dtype: dt.Dtype | None) -> tuple[np.ndarray, dt.
     """A copy of a numpy array (any layout) converted as MLX converts it."""
     if val.ndim > MAX_NDIM:  # pragma: no cover - numpy itself refuses these
         raise _too_deep()
+    if val.size > _I32_MAX:  # only then can a dimension be beyond MLX's int32 shapes
+        for d in val.shape:
+            if d > _I32_MAX:
+                raise OverflowError(f"Shape dimension {d} is outside the supported range "
+                                    "[-2147483648, 2147483647]. MLX currently uses 32-bit "
+                                    "integers for shape dimensions.")
     natural = dt.dtype_from_numpy(val.dtype)
     target = dtype or natural
     if val.dtype == target.np_dtype:

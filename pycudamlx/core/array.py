@@ -267,9 +267,6 @@ class array:  # noqa: N801 - MLX's name
 
     __slots__ = ("_shape", "_dtype", "_data", "_prim", "_inputs", "_stream", "_siblings",
                  "_cons", "__weakref__")
-    # numpy defers to us in mixed expressions (np.float32(2) * a is our result, not numpy's):
-    # see __array_ufunc__.
-    __array_priority__ = 1000.0
 
     def __init__(self, val: Any, dtype: dt.Dtype | None = None) -> None:
         data, dtype_ = _convert_value(val, dtype)
@@ -405,16 +402,9 @@ class array:  # noqa: N801 - MLX's name
         return interop_to_numpy(self, dtype, copy)
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        """numpy's operators with an mx array give MLX's result (``np.float32(2) * a``,
-        ``np_array + a``); other ufuncs (np.sin(a) ...) run in numpy on our values, as in MLX."""
-        if method == "__call__" and not kwargs and len(inputs) == 2:
-            name = _UFUNC_OPS.get(ufunc)
-            if name is not None:
-                f = getattr(_core(), name, None)
-                if f is not None:
-                    if name == "matmul":  # mx.matmul takes arrays only; MLX's np_a @ a works
-                        inputs = tuple(x if isinstance(x, array) else array(x) for x in inputs)
-                    return f(*inputs)
+        """Every numpy ufunc with an mx operand runs in numpy on our values and returns a numpy
+        array, as in MLX: ``np_array == a``, ``np.float32(2) * a`` and ``np.sin(a)`` are
+        numpy's results (so ``np.all(np_array == a)`` works, a common idiom in MLX code)."""
         args = tuple(np.asarray(x) if isinstance(x, array) else x for x in inputs)
         out = kwargs.get("out")
         if out is not None and any(isinstance(o, array) for o in out):
@@ -724,16 +714,6 @@ class array:  # noqa: N801 - MLX's name
     sin = _unary_method("sin")
     sqrt = _unary_method("sqrt")
     square = _unary_method("square")
-
-
-_UFUNC_OPS: dict[Any, str] = {
-    np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.true_divide: "divide",
-    np.floor_divide: "floor_divide", np.remainder: "remainder", np.power: "power",
-    np.matmul: "matmul", np.bitwise_and: "bitwise_and", np.bitwise_or: "bitwise_or",
-    np.bitwise_xor: "bitwise_xor", np.left_shift: "left_shift", np.right_shift: "right_shift",
-    np.equal: "equal", np.not_equal: "not_equal", np.less: "less", np.less_equal: "less_equal",
-    np.greater: "greater", np.greater_equal: "greater_equal",
-}
 
 
 class ArrayIterator:

@@ -326,6 +326,9 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     if isinstance(num, bool) or not isinstance(num, (int, np.integer)):
         raise argument_error("linspace", "linspace(): incompatible function arguments: num "
                              f"must be an int, got {type(num).__name__}")
+    if endpoint is not True and endpoint is not False:  # MLX takes a Python bool only
+        raise argument_error("linspace", "linspace(): incompatible function arguments: endpoint "
+                             f"must be a bool, got {type(endpoint).__name__}")
     num = int(num)
     if num < 0:
         raise ValueError(f"[linspace] number of samples, {num}, must be non-negative.")

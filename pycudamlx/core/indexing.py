@@ -226,9 +226,9 @@ class _Advanced:
         for ax, x in zip(self.axes, arrays):
             if vshape[ax] == 0 and bsize:
                 raise IndexError(f"index out of bounds: cannot take from axis {ax} of size 0")
-            if check_host:
-                _check_host_bounds(x, vshape[ax], ax)
         self.arrays = arrays
+        if check_host:
+            self.check_host_bounds()
         # Where the broadcast dims go: in place of the advanced entries when they (ints
         # included) are adjacent, else first.
         adv = [k for k, (kind, _) in enumerate(parsed) if kind in (_INT, _ARRAY)]
@@ -255,6 +255,12 @@ class _Advanced:
         self.final = final
         gshape = tuple(bshape) + tuple(vshape[d] for d in self.rest)
         self.final_shape = tuple(1 if g < 0 else gshape[g] for g in final)
+
+    def check_host_bounds(self) -> None:
+        """IndexError for an index array (already on the host) out of its axis's range."""
+        vshape = self.spec.shape
+        for ax, x in zip(self.axes, self.arrays):
+            _check_host_bounds(x, vshape[ax], ax)
 
     def gathered_shape(self) -> tuple[int, ...]:
         return tuple(self.bshape) + tuple(self.spec.shape[d] for d in self.rest)
@@ -419,6 +425,8 @@ def _update_node(old: array, index: Any, value: Any) -> array:
         candidate = array(index)
         if candidate._dtype is dt.bool_:
             mask = candidate
+    elif isinstance(index, (bool, np.bool_)):  # a[True] = v: MLX takes a bare bool as a mask
+        mask = array(bool(index))
     if mask is not None:
         return _masked(old, mask, v, s)
     if index is Ellipsis or (type(index) is tuple and not index):
@@ -441,8 +449,11 @@ def _update_node(old: array, index: Any, value: Any) -> array:
         if _is_identity(spec, shape):
             return make(P.Copy(), (upd,), shape, old._dtype, s)
         return make(P.SliceUpdate(spec), (old, upd), shape, old._dtype, s)
-    adv = _Advanced(old, parsed)
+    # MLX checks the update's shape first: a mis-shaped update is a ValueError even when an index
+    # is also out of range.
+    adv = _Advanced(old, parsed, check_host=False)
     target = _fit(v, adv.final_shape, s)
+    adv.check_host_bounds()
     # Rearrange the update from the result's layout into the gather's (B..., rest...).
     gshape = adv.gathered_shape()
     pos = {g: j for j, g in enumerate(adv.final) if g >= 0}
@@ -544,6 +555,8 @@ def _along_axis_args(a: array, indices: Any, axis: int | None, fn: str, sig: str
         raise ValueError(f"[{fn}] Indices of dimension {idx.ndim} does not match array of "
                          f"dimension {a.ndim}.")
     if idx._dtype.kind not in "iu":
+        if idx.size == 0 and fn == "put_along_axis":  # MLX's scatter skips empty indices
+            return a, astype(idx, dt.int32, s), ax
         what = "GatherAxis::eval_cpu] Cannot gather" if fn == "take_along_axis" else \
             "ScatterAxis::eval_cpu] Cannot scatter"
         raise RuntimeError(f"[{what} with indices type.")

@@ -632,7 +632,22 @@ def to_numpy(a: Any, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
             return host.astype(np_dtype)
     if copy and shared:
         return np.array(host, copy=True)
+    if copy is False:
+        # As MLX: an explicit no-copy request gets a view that does not own its memory and keeps
+        # the mx array alive (its base), not our internal buffer itself.
+        view = np.asarray(_ViewOwner(host, a))
+        return view if view.dtype == host.dtype else view.view(host.dtype)  # bfloat16: |V2
     return host
+
+
+class _ViewOwner:
+    """The base of ``np.array(a, copy=False)``: exposes the host memory, holds the mx array."""
+
+    __slots__ = ("__array_interface__", "_owner")
+
+    def __init__(self, host: np.ndarray, owner: Any) -> None:
+        self.__array_interface__ = host.__array_interface__
+        self._owner = owner
 
 
 def buffer_view(a: Any, flags: int = 0) -> memoryview:

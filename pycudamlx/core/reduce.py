@@ -80,6 +80,12 @@ def _axes(a: array, axis: Any, fn: str, bad_axis: str | None = None) -> tuple[in
     return tuple(sorted(axes))
 
 
+def _refuse_axes_of_scalar(a: array, axis: Any, fn: str) -> None:
+    """softmax/logsumexp of a 0-d array over given axes: MLX's ValueError (not IndexError)."""
+    if axis is not None and not (hasattr(axis, "__len__") and len(axis) == 0):
+        raise ValueError(f"[{fn}] Received non-empty axes for array with 0 dimensions.")
+
+
 def _out_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool
                ) -> tuple[int, ...]:
     if keepdims:
@@ -273,6 +279,8 @@ def logsumexp(a: array, /, axis: None | int | Any = None, keepdims: bool = False
               stream: Any = None) -> array:
     """log(sum(exp(a))) computed stably; ValueError for an empty array (MLX)."""
     a = require_array(a, "logsumexp")
+    if not a._shape:
+        _refuse_axes_of_scalar(a, axis, "logsumexp")
     axes = _axes(a, axis, "logsumexp")
     if a.size == 0:
         raise ValueError("[logsumexp] Received empty array.")
@@ -399,6 +407,8 @@ def softmax(a: array, /, axis: None | int | Any = None, *, precise: bool = False
     with ``precise``; without it the CPU rounds every step to the half dtype as MLX's CPU does
     (the GPU kernel always computes in float32)."""
     a = require_array(a, "softmax")
+    if not a._shape:
+        _refuse_axes_of_scalar(a, axis, "softmax")
     axes = _axes(a, axis, "softmax")
     # Over no axes MLX gives exp(a - a) / 1 in a's own dtype (ones, NaN where a is).
     out_dtype = _float_dtype(a._dtype) if axes else a._dtype
