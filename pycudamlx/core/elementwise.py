@@ -20,7 +20,7 @@ from ..backend import optable
 from ..graph.primitives.elementwise import AllTrue, Binary, DivMod, Unary, Where
 from . import device as dev
 from ._base import astype, broadcast_shapes, constant, promote_operands
-from ._nanobind import argument_error
+from ._nanobind import SIGNATURES, argument_error
 from .array import array, from_data, make, make_multi
 
 __all__ = [
@@ -369,11 +369,10 @@ def radians(a: Any, /, *, stream: Any = None) -> array:
 def round(a: Any, /, decimals: int = 0, *, stream: Any = None) -> array:  # noqa: A001
     """Round half to even, to ``decimals`` places (MLX: ``rint(a * 10**d) * (1 / 10**d)`` in
     ``a``'s float dtype, then back to ``a``'s dtype)."""
-    a = _operand(a, "round",
-                 "round(a: array, /, decimals: int = 0, stream: StreamOrDevice = None) -> array")
+    a = _operand(a, "round", SIGNATURES["round"])
     if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
         # the method a.round(...) has its own signature line (argument_error picks it)
-        sig = "round(a: array, /, decimals: int = 0, stream: StreamOrDevice = None) -> array"
+        sig = SIGNATURES["round"]
         raise argument_error("round", dt._incompatible_arguments(sig, a, decimals), sig)
     if decimals == 0:
         return unary_op("round", a, stream)
@@ -391,8 +390,7 @@ def round(a: Any, /, decimals: int = 0, *, stream: Any = None) -> array:  # noqa
     return astype(out, a._dtype, s)
 
 
-_CLIP_SIG = ("clip(a: array, /, a_min: scalar | array | None, a_max: scalar | array | None, *, "
-             "stream: StreamOrDevice = None) -> array")
+_CLIP_SIG = SIGNATURES["clip"]
 
 
 def clip(a: Any, /, a_min: Any, a_max: Any, *, stream: Any = None) -> array:
@@ -419,8 +417,7 @@ def nan_to_num(a: Any, /, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None, *, stream: Any = None) -> array:
     """NaN -> ``nan``, +inf -> ``posinf``, -inf -> ``neginf`` (defaults: the dtype's largest
     finite magnitude). Integer and bool arrays come back unchanged, as in MLX."""
-    sig = ("nan_to_num(a: scalar | array, nan: float = 0, posinf: float | None = None, "
-           "neginf: float | None = None, *, stream: StreamOrDevice = None) -> array")
+    sig = SIGNATURES["nan_to_num"]
     a = _operand(a, "nan_to_num", sig)
     try:  # MLX's binding takes C++ floats
         nan_v = np.float32(float(nan))

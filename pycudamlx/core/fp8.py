@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as dt
+from ._nanobind import SIGNATURES
 from .array import array
 from .creation import full
 from .elementwise import (abs, bitwise_and, bitwise_or, clip, isnan, left_shift, less,  # noqa: A004
@@ -38,7 +39,7 @@ def to_fp8(x: array, /, *, stream: Any = None) -> array:
     """``x`` (a real floating type) as fp8 e4m3 bytes (``uint8``), saturating at +-448."""
     if not isinstance(x, array):
         raise dt._incompatible_arguments(
-            "to_fp8(x: array, *, stream: StreamOrDevice = None) -> array", x)
+            SIGNATURES["to_fp8"], x)
     if not _real_float(x.dtype):
         raise ValueError("[to_fp8] Only real floating types are supported but x.dtype() == "
                          f"{x.dtype.name}.")
@@ -80,8 +81,7 @@ def from_fp8(x: array, dtype: dt.Dtype = dt.bfloat16, *, stream: Any = None) -> 
     """fp8 e4m3 bytes (``uint8``) as values of the real floating ``dtype``."""
     if not isinstance(x, array) or not isinstance(dtype, dt.Dtype):
         raise dt._incompatible_arguments(
-            "from_fp8(x: array, dtype: Dtype = bfloat16, *, stream: StreamOrDevice = None) "
-            "-> array", x, dtype)
+            SIGNATURES["from_fp8"], x, dtype)
     if x.dtype != dt.uint8:
         raise ValueError(f"[from_fp8] Input must have type uint8 but x.dtype() == "
                          f"{x.dtype.name}.")

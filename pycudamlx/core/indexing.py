@@ -35,7 +35,7 @@ from ..graph.primitives.elementwise import cast_numpy
 from ..graph.primitives.shape import ViewSpec
 from . import device as dev
 from ._base import astype, broadcast_shapes as _broadcast2
-from ._nanobind import argument_error
+from ._nanobind import SIGNATURES, argument_error
 from .array import array, from_data, make
 from .shape import _index_dtype, _int, broadcast_view, fmt_shape, view
 
@@ -483,12 +483,9 @@ def _require_array(x: Any, fn: str, sig: str, what: str) -> array:
     return x
 
 
-_TAKE_SIG = ("take(a: array, /, indices: int | array, axis: int | None = None, *, "
-             "stream: StreamOrDevice = None) -> array")
-_TAL_SIG = ("take_along_axis(a: array, /, indices: array, axis: int | None = -1, *, "
-            "stream: StreamOrDevice = None) -> array")
-_PAL_SIG = ("put_along_axis(a: array, /, indices: array, values: array, axis: int | None = "
-            "None, *, stream: StreamOrDevice = None) -> array")
+_TAKE_SIG = SIGNATURES["take"]
+_TAL_SIG = SIGNATURES["take_along_axis"]
+_PAL_SIG = SIGNATURES["put_along_axis"]
 
 
 def _gather_index(idx: array, s: Any) -> array:

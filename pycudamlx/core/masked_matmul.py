@@ -14,6 +14,7 @@ from typing import Any
 from .. import dtypes as dt
 from . import device as dev
 from ._base import astype, broadcast_shapes
+from ._nanobind import SIGNATURES
 from .array import array
 from .creation import arange, repeat, zeros
 from .elementwise import greater_equal, less, logical_and, multiply, where
@@ -23,25 +24,12 @@ from .shape import broadcast_to, expand_dims, fmt_shape, reshape, squeeze
 
 __all__ = ["gather_mm", "block_masked_mm", "segmented_mm"]
 
-_SIG = {
-    "gather_mm": "gather_mm(a: array, b: array, /, lhs_indices: array | None = None, "
-                 "rhs_indices: array | None = None, *, sorted_indices: bool = False, "
-                 "stream: StreamOrDevice = None) -> array",
-    "block_masked_mm": "block_masked_mm(a: array, b: array, /, block_size: int = 64, "
-                       "mask_out: array | None = None, mask_lhs: array | None = None, "
-                       "mask_rhs: array | None = None, *, stream: StreamOrDevice = None) -> "
-                       "array",
-    "segmented_mm": "segmented_mm(a: array, b: array, /, segments: array, *, "
-                    "stream: StreamOrDevice = None) -> array",
-}
-
-
 def _check_types(fn: str, args: tuple, optional: tuple = ()) -> None:
     """nanobind's TypeError for an argument that is not an array (None where optional)."""
     bad = any(not isinstance(x, array) for x in args) or any(
         x is not None and not isinstance(x, array) for x in optional)
     if bad:
-        raise dt._incompatible_arguments(_SIG[fn], *args, *optional)
+        raise dt._incompatible_arguments(SIGNATURES[fn], *args, *optional)
 
 
 def _float_result(fn: str, a: array, b: array) -> dt.Dtype:
@@ -130,7 +118,7 @@ def block_masked_mm(a: array, b: array, /, block_size: int = 64, mask_out: array
     bool masks keep or zero a block, numeric masks scale it (MLX's rules)."""
     _check_types("block_masked_mm", (a, b), (mask_out, mask_lhs, mask_rhs))
     if isinstance(block_size, bool) or not isinstance(block_size, int):
-        raise dt._incompatible_arguments(_SIG["block_masked_mm"], a, b, block_size)
+        raise dt._incompatible_arguments(SIGNATURES["block_masked_mm"], a, b, block_size)
     s = dev.resolve_stream(stream)
     if mask_out is None and mask_lhs is None and mask_rhs is None:
         return matmul(a, b, stream=s)

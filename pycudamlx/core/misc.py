@@ -9,6 +9,7 @@ from typing import Any
 from .. import dtypes as dt
 from . import device as dev
 from ._base import astype as _astype
+from ._nanobind import SIGNATURES
 from .array import array, make
 from ..graph.primitives.bitview import ViewDtype
 from .reduce import cumprod, cumsum
@@ -41,8 +42,8 @@ def _incompatible(fn: str, signature: str, args: tuple) -> TypeError:
                      f"supported:\n    1. {signature}\n\nInvoked with types: {types}")
 
 
-_ASTYPE_SIG = "astype(a: array, dtype: Dtype, /, *, stream: StreamOrDevice = None) -> array"
-_VIEW_SIG = "view(a: scalar | array, dtype: Dtype, stream: StreamOrDevice = None) -> array"
+_ASTYPE_SIG = SIGNATURES["astype"]
+_VIEW_SIG = SIGNATURES["view"]
 
 
 def astype(a: array, /, dtype: dt.Dtype, *, stream: Any = None) -> array:

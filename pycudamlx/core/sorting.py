@@ -20,7 +20,7 @@ from .. import dtypes as dt
 from ..graph.primitives import sorting as P
 from . import device as dev
 from ._base import normalize_axis
-from ._nanobind import argument_error
+from ._nanobind import SIGNATURES, argument_error
 from .array import array, make, make_multi
 
 __all__ = ["sort", "argsort", "partition", "argpartition", "topk", "searchsorted", "unique"]
@@ -34,24 +34,6 @@ def _signature_error(fn: str, sig: str, *args: Any) -> TypeError:
         f"supported:\n    1. {sig}\n\nInvoked with types: {types}"), sig)
 
 
-_SIG = {
-    "sort": "sort(a: array, /, axis: None | int = -1, *, stream: StreamOrDevice = None) -> array",
-    "argsort": "argsort(a: array, /, axis: None | int = -1, *, stream: StreamOrDevice = None) "
-               "-> array",
-    "partition": "partition(a: array, /, kth: int, axis: None | int = -1, *, "
-                 "stream: StreamOrDevice = None) -> array",
-    "argpartition": "argpartition(a: array, /, kth: int, axis: None | int = -1, *, "
-                    "stream: StreamOrDevice = None) -> array",
-    "topk": "topk(a: array, /, k: int, axis: None | int = -1, *, stream: StreamOrDevice = None) "
-            "-> array",
-    "searchsorted": "searchsorted(sorted_sequence: array, values: array, /, side: str = 'left', "
-                    "*, stream: StreamOrDevice = None) -> array",
-    "unique": "unique(a: array, /, size: int, return_index: bool = False, return_inverse: bool "
-              "= False, return_counts: bool = False, fill_value: scalar | array | None = None, "
-              "*, stream: StreamOrDevice = None) -> array | tuple[array, ...]",
-}
-
-
 def _is_int(x: Any) -> bool:
     return isinstance(x, (int, np.integer))
 
@@ -60,7 +42,7 @@ def _check(fn: str, a: Any, *ints: Any, axis: Any = -1) -> None:
     """MLX's binding checks: an mx.array, integer k/kth, an int or None axis."""
     if not isinstance(a, array) or not all(_is_int(i) for i in ints) or not (
             axis is None or _is_int(axis)):
-        raise _signature_error(fn, _SIG[fn], a, *ints)
+        raise _signature_error(fn, SIGNATURES[fn], a, *ints)
 
 
 def _axis(fn: str, a: array, axis: int | None, stream: Any) -> tuple[array, int]:
@@ -163,7 +145,7 @@ def searchsorted(sorted_sequence: array, values: array, /, side: str = "left", *
     NaN last), compared in the two arrays' promoted dtype."""
     if not isinstance(sorted_sequence, array) or not isinstance(values, array) or not \
             isinstance(side, str):
-        raise _signature_error("searchsorted", _SIG["searchsorted"], sorted_sequence, values)
+        raise _signature_error("searchsorted", SIGNATURES["searchsorted"], sorted_sequence, values)
     if side not in ("left", "right"):
         raise ValueError(f"[searchsorted] Invalid side '{side}'. Expected 'left' or 'right'.")
     if sorted_sequence.ndim != 1:
@@ -197,7 +179,7 @@ def unique(a: array, /, size: int, return_index: bool = False, return_inverse: b
     """The ``size`` smallest unique elements of the flattened ``a`` (padded with
     ``fill_value``), and on request the first index, the inverse and the counts."""
     if not isinstance(a, array) or not _is_int(size):
-        raise _signature_error("unique", _SIG["unique"], a, *([size] if size is not None
+        raise _signature_error("unique", SIGNATURES["unique"], a, *([size] if size is not None
                                                               else []))
     size = int(size)
     if size < 0:

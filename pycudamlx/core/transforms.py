@@ -21,6 +21,7 @@ from .. import dtypes as dt
 from . import _compile_replay as _replay
 from . import _compile_trace
 from . import device as dev
+from ._nanobind import SIGNATURES
 from .array import array, make, make_multi
 
 __all__ = ["compile", "depends", "disable_compile", "enable_compile", "stop_gradient"]
@@ -71,7 +72,7 @@ def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: obje
         leaves: list[array] = _replay.array_leaves((args, kwargs, inputs), [])
         if can_record and not _compile_trace.active and not _transform_active():
             state_sig: list = []
-            _state_signature(inputs, False, state_sig)
+            _argument_signature(inputs, False, state_sig, state=True)
             first: dict[int, int] = {}
             replay_key = (tuple(signature), tuple(state_sig), dev.resolve_stream(None),
                           tuple(a._shape for a in leaves) if shapeless else None,
@@ -87,7 +88,7 @@ def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: obje
         try:
             if random_captured:  # the key is an input: fresh draws each call, as run eagerly
                 return fun(*args, **kwargs)
-            _state_signature(inputs, shapeless, signature)
+            _argument_signature(inputs, shapeless, signature, state=True)
             sig = tuple(signature)
             words = traced.get(sig)
             if words is None:  # a new trace draws from (and advances) the global key
@@ -137,7 +138,7 @@ def _record_call(fun: Callable[..., Any], args: tuple, kwargs: dict, leaves: lis
     keys: list = []
     try:
         with _replay.KeepEvaluated() as tape:
-            _state_signature(inputs, shapeless, signature)
+            _argument_signature(inputs, shapeless, signature, state=True)
             sig = tuple(signature)
             words = traced.get(sig)
             if random_captured:  # the key is an input: fresh draws each call (logged, so that
@@ -180,20 +181,23 @@ def _record_call(fun: Callable[..., Any], args: tuple, kwargs: dict, leaves: lis
 _CONSTANTS = "floats, ints, strings, or None"
 
 
-def _argument_signature(tree: Any, shapeless: bool, out: list) -> None:
+def _argument_signature(tree: Any, shapeless: bool, out: list, state: bool = False) -> None:
     """Append what MLX keys a trace on: array shapes (ndim when shapeless) and dtypes, the
     structure of lists/tuples (alike)/dicts, and constants by value (bools count as ints);
-    other leaves are MLX's ValueError."""
+    other leaves are MLX's ValueError. For the captured ``inputs`` (``state``) only the arrays
+    and the structure count, and other leaves are ignored, as MLX does."""
     if isinstance(tree, array):
         out.append((len(tree._shape) if shapeless else tree._shape, tree._dtype))
     elif isinstance(tree, (list, tuple)):
         out.append(len(tree))
         for x in tree:
-            _argument_signature(x, shapeless, out)
+            _argument_signature(x, shapeless, out, state)
     elif isinstance(tree, dict):
         out.append(tuple(tree))
         for x in tree.values():
-            _argument_signature(x, shapeless, out)
+            _argument_signature(x, shapeless, out, state)
+    elif state:
+        pass
     elif tree is None or isinstance(tree, str):
         out.append(tree)
     elif isinstance(tree, int):
@@ -203,21 +207,6 @@ def _argument_signature(tree: Any, shapeless: bool, out: list) -> None:
     else:
         raise ValueError("[compile] Function arguments must be trees of arrays or constants "
                          f"({_CONSTANTS}), but received type {type(tree).__name__}.")
-
-
-def _state_signature(tree: Any, shapeless: bool, out: list) -> None:
-    """The captured ``inputs``' part of the trace key: their arrays' shapes and the tree's
-    structure (other leaves are ignored, as MLX does)."""
-    if isinstance(tree, array):
-        out.append((len(tree._shape) if shapeless else tree._shape, tree._dtype))
-    elif isinstance(tree, (list, tuple)):
-        out.append(len(tree))
-        for x in tree:
-            _state_signature(x, shapeless, out)
-    elif isinstance(tree, dict):
-        out.append(tuple(tree))
-        for x in tree.values():
-            _state_signature(x, shapeless, out)
 
 
 def _holds(tree: Any, target: object) -> bool:
@@ -253,7 +242,7 @@ def stop_gradient(a: array, /, *, stream: Any = None) -> array:
 
     if not isinstance(a, array):
         raise dt._incompatible_arguments(
-            "stop_gradient(a: array, /, *, stream: StreamOrDevice = None) -> array",
+            SIGNATURES["stop_gradient"],
             a)
     return make(StopGradient(a._dtype), (a,), a._shape, a._dtype, dev.resolve_stream(stream))
 
