@@ -96,9 +96,10 @@ def test_gather_qmm_gpu():
 
 @pytest.mark.parametrize("mode", ("mxfp4", "mxfp8", "nvfp4"))
 @pytest.mark.parametrize("dtype", ("float32", "float16", "bfloat16"))
-def test_microscaling_modes_gpu_equals_cpu(mode, dtype):
+def test_microscaling_modes_gpu_equals_cpu(mode, dtype, monkeypatch):
     """mxfp4/mxfp8/nvfp4 (log2/ceil of the scale, E4M3/E2M1 rounding, the power-of-two and
-    fp8 tables) on the GPU: the same codes and scales as the CPU stream's."""
+    fp8 tables) on the GPU: the same codes and scales as the CPU stream's, and the matmul
+    within float32 rounding (TF32 off) or within TF32's (the float32 GEMM's default)."""
     w = RNG.standard_normal((67, 256)).astype(np.float32)
     w[0, :64] = 0
     w[1] *= 1e4
@@ -114,8 +115,17 @@ def test_microscaling_modes_gpu_equals_cpu(mode, dtype):
     dr = mx.dequantize(*ref, mode=mode, dtype=mx.float32, stream=mx.cpu, **kw)
     _on_gpu(d)
     np.testing.assert_array_equal(_host(d), _host(dr))
-    x = mx.array(RNG.standard_normal((5, 256)).astype(np.float32))
-    y = mx.quantized_matmul(x, *out, mode=mode, stream=mx.gpu)
-    yr = mx.quantized_matmul(x, *ref, mode=mode, stream=mx.cpu)
-    _on_gpu(y)
-    np.testing.assert_allclose(_host(y), _host(yr), rtol=2e-3, atol=2e-3)
+    x = RNG.standard_normal((5, 256)).astype(np.float32)
+    yr = _host(mx.quantized_matmul(mx.array(x), *ref, mode=mode, stream=mx.cpu))
+    # the size of the dot products' terms (the weights as the matmul sees them: no global
+    # scale), which bounds each output's rounding: float32 sums of 256 terms on either side,
+    # plus x rounded to TF32's 10 bits with TF32 on
+    wm = _host(mx.dequantize(*ref, mode=mode, dtype=mx.float32, stream=mx.cpu))
+    magnitude = np.abs(x).astype(np.float64) @ np.abs(wm).astype(np.float64).T
+    summing = 2 * x.shape[1] * 2.0 ** -24
+    for tf32, rel in (("0", summing), ("1", summing + 2.0 ** -10)):
+        monkeypatch.setenv("PYCUDAMLX_ENABLE_TF32", tf32)
+        y = mx.quantized_matmul(mx.array(x), *out, mode=mode, stream=mx.gpu)
+        _on_gpu(y)
+        err = np.abs(_host(y).astype(np.float64) - yr)
+        assert (err <= rel * magnitude + 1e-6).all(), (tf32, float((err / magnitude).max()))

@@ -41,7 +41,9 @@ show("bernoulli p", mx.random.bernoulli(mx.array([0.0, 1.0, 0.5, 0.5]), key=k_da
 show("bernoulli bcast", mx.random.bernoulli(mx.array([0.1, 0.9]), (3, 2), key=k_noise))
 show("truncated", mx.random.truncated_normal(-1.0, 1.0, (6,), key=k_data))
 show("truncated bcast", mx.random.truncated_normal(mx.array([-2.0, 0.0, 1.0]), mx.array([[0.0], [2.0]]), key=k_data))
-show("truncated shape", mx.random.truncated_normal(mx.array([0.0, 5.0]), 6.0, (3, 2), key=k_noise))
+# bounds within 3 sigma: past ~4 sigma erfinv turns one ulp of its argument into ~1%, and MLX's
+# CPU erf (1e-7 absolute error) and CUDA's erff there give visibly different draws
+show("truncated shape", mx.random.truncated_normal(mx.array([0.0, 1.0]), 3.0, (3, 2), key=k_noise))
 show("truncated f16", mx.random.truncated_normal(-0.5, 0.5, (3,), dtype=mx.float16, key=k_noise))
 show("gumbel", mx.random.gumbel((2, 3), key=k_data))
 show("gumbel f16", mx.random.gumbel((3,), dtype=mx.float16, key=k_data))
