@@ -1,12 +1,11 @@
-"""Where the time of mx.sum over 2^28 float32 goes, on a GPU, against CuPy and torch.
+"""The sum of 2^28 float32 on a GPU, against CuPy and torch: which launch shape is fastest.
 
-mx.sum is the shipped pipeline (graph node, allocations, reduce_row split over blocks, then
-reduce_partials). The same two kernels are then launched directly, together and the first one
-alone, over block sizes and waves of blocks, so the cost of the op layer, of the second pass
-and of the launch shape can be read apart. Last, a one-launch candidate (x_sum_fused: UN
-16-byte loads and accumulators per thread, and the last block to finish adds the partials up,
-so no second launch) over the same shapes. bench.py's timing method; every variant's result is
-checked against numpy.
+mx.sum (graph node, allocations, reduce_row split over blocks) is timed over the split block
+size and waves of blocks (reduce._SPLIT_BLOCK, reduce._SPLIT_WAVES), with the row's last block
+combining the partials (shipped) and with a second launch (reduce_partials) instead. Last, a
+one-launch candidate kernel (x_sum_fused: UN 16-byte loads and accumulators per thread, the
+last block adds the partials) over the same shapes. bench.py's timing method; every variant's
+result is checked against numpy.
 
     python scripts/tune_sum.py
 """
@@ -129,31 +128,22 @@ def main() -> int:
         report("torch", peers["torch"].time_gpu(lambda: t.sum(), 20))
         del t
 
+    for last_block in (True, False):
+        for block in (256, 512):
+            for waves in (1, 2, 4, 8):
+                reduce._LAST_BLOCK_FINISHES, reduce._SPLIT_BLOCK = last_block, block
+                reduce._SPLIT_WAVES = waves
+                reduce._plans.clear()
+                ok = abs(mx.sum(xm).item() - want) <= tol
+                how = "last block" if last_block else "2 launches"
+                report(f"mx.sum {how} block={block} waves={waves}",
+                       timed(lambda: mx.eval(mx.sum(xm))), ok)
+    reduce._plans.clear()
+
     x = ga.from_numpy(host, dt.float32, s)
     out = ga.empty((1,), dt.float32, s)
     mod = compiler.module_for(registry.reduce_module, ("float32",), dev)
-    row_e, _, part_e = registry.reduce_expressions("sum", "float32")
-    row, fin = mod[row_e], mod[part_e]
     xp, op = x.buffer.ptr + x.offset, out.buffer.ptr + out.offset
-    for block in (256, 512, 1024):
-        resident = reduce._resident_blocks(row, block)
-        for waves in (1, 4, 8, 16):
-            splits = min(sms * resident * waves, n // (block * 16))
-            part = ga.empty((splits,), dt.float32, s)
-            pp = part.buffer.ptr + part.offset
-
-            def first() -> None:
-                row(splits, block, s, xp, op, pp, 0, 1, n, splits, 0, 1, 1.0)
-
-            def both() -> None:
-                first()
-                fin(1, reduce.BLOCK, s, pp, op, 0, 1, splits, 1.0)
-
-            both()
-            ok = abs(float(out.to_numpy(copy=True)[0]) - want) <= tol
-            report(f"block={block} waves={waves} ({resident}/SM) both kernels", timed(both), ok)
-            report(f"block={block} waves={waves} reduce_row alone", timed(first))
-
     exprs = [f"x_sum_fused<{un}>" for un in FUSED_UN]
     spec = registry.ModuleSpec("tune.sum", "tune", mod.spec.source + EXTRA, tuple(
         registry.KernelSpec(e, ("ptr", "ptr", "ptr", "ptr", "i64")) for e in exprs),
@@ -166,7 +156,7 @@ def main() -> int:
         k = fused[expr]
         for block in (256, 512, 1024):
             resident = reduce._resident_blocks(k, block)
-            for waves in (1, 4, 8, 16):
+            for waves in (1, 4):
                 grid = sms * resident * waves
                 part = ga.empty((grid,), dt.float32, s)
                 pp = part.buffer.ptr + part.offset

@@ -194,6 +194,52 @@ def test_reduction_paths(shape, axes):
         both(lambda x: mx.median(x, axes), a)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_split_rows_every_accumulator(dtype):
+    """Few long rows split over blocks, the last block of each row combining the partials (no
+    second launch): every accumulator type (bool, integers, float, double, complex) and the
+    variants that read a per-row value (var's mean, logsumexp's max)."""
+    n = 100003
+    a = _array(_data(dtype, (3, n), seed=3, small=True), dtype)
+    for op in ("sum", "mean", "var", "max", "min", "all", "any", "count_nonzero", "logsumexp"):
+        fn = getattr(mx, op)
+        both(lambda x: fn(x, 1), a, n=n, exact=_exact(dtype, op))
+
+
+def test_split_rows_again_and_on_two_streams():
+    """Each launch leaves its arrival counters at 0 for the next; two streams have their own."""
+    a = mx.array(_data("float32", (5, 1 << 18), seed=4))
+    other = mx.new_stream(mx.gpu)
+    with mx.stream(mx.gpu):
+        first = [mx.sum(a, 1) for _ in range(6)]
+    with mx.stream(other):
+        second = [mx.sum(a, 1) for _ in range(6)]
+    mx.eval(first, second)
+    want = _host(first[0])
+    np.testing.assert_allclose(want, _data("float32", (5, 1 << 18), seed=4).astype(
+        np.float64).sum(1), rtol=1e-5)
+    for r in first[1:] + second:
+        np.testing.assert_array_equal(_host(r), want)
+
+
+def test_split_rows_one_launch_equals_two(monkeypatch):
+    """The last block combines the partials in the order reduce_partials does: bit-identical."""
+    from pycudamlx.backend.cuda import reduce as K
+
+    monkeypatch.setattr(K, "_SPLIT_BLOCK", K.BLOCK)
+    monkeypatch.setattr(K, "_plans", {})
+    a = mx.array(_data("float32", (2, 1 << 20), seed=5))
+    with mx.stream(mx.gpu):
+        one = mx.sum(a, 1)
+        mx.eval(one)
+    monkeypatch.setattr(K, "_LAST_BLOCK_FINISHES", False)
+    monkeypatch.setattr(K, "_plans", {})
+    with mx.stream(mx.gpu):
+        two = mx.sum(a, 1)
+        mx.eval(two)
+    np.testing.assert_array_equal(np.array(one), np.array(two))
+
+
 def test_reductions_of_halves_accumulate_in_float32():
     v = np.full(1 << 16, 1.0, np.float32)
     for d in (mx.float16, mx.bfloat16):

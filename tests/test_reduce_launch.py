@@ -165,8 +165,8 @@ class Fake:
                 r = acc if np.isfinite(acc) else np.zeros((), acc.dtype)
             return _cast(np.asarray(r), u)
 
-    def reduce_row(self, t, grid, block, x, out, part, aux, rows, length, splits, warp_rows,
-                   vec, scale):
+    def reduce_row(self, t, grid, block, x, out, part, aux, done, rows, length, splits,
+                   warp_rows, vec, scale):
         T, U, A, W = (_CT[s] for s in t[:4])
         op, m, f = _OPS[int(t[4])], _MAPS[int(t[5])], _FINS[int(t[6])]
         n_vec = 16 // np.dtype(T).itemsize
@@ -196,10 +196,17 @@ class Fake:
             c = auxv[r] if aux else np.zeros((), W)
             v = xs[r, lo:hi] if length else np.zeros(0, T)
             acc = _combine(op, self._map(m, v, A, W, c), A)
-            if splits > 1:
-                partv[b] = acc
-            else:
+            if splits == 1:
                 outv[r] = self._finish(f, acc, U, c, scale)
+                continue
+            partv[b] = acc
+            if done:  # the row's last block to arrive combines the partials, resets the count
+                counts = self.heap.typed(done, np.uint32)
+                counts[r] += 1
+                if counts[r] == splits:
+                    pv = partv[r * splits:(r + 1) * splits]
+                    outv[r] = self._finish(f, _combine(op, pv, A), U, c, scale)
+                    counts[r] = 0
 
     def reduce_partials(self, t, grid, block, part, out, aux, rows, splits, scale):
         U, A, W = (_CT[s] for s in t[:3])
@@ -410,6 +417,9 @@ def fake(monkeypatch):
     monkeypatch.setattr(K.ew, "binary", binary)
     monkeypatch.setattr(K.ew, "_record_write", lambda out, stream: None)
     monkeypatch.setattr(K, "grid_for", lambda n, block, device: max(1, min(-(-n // block), 1056)))
+    counters = heap.alloc(4 * K._COUNTERS).ptr  # the heap starts zeroed
+    monkeypatch.setattr(K, "_split_counters", lambda stream: counters)
+    f.counters = lambda: heap.typed(counters, np.uint32)[:K._COUNTERS]
     f.stream = stream
     f.empty = empty
 
@@ -429,7 +439,8 @@ def fake(monkeypatch):
         return a
 
     f.upload = upload
-    return f
+    yield f
+    assert not f.counters().any(), "a split row reduction left its arrival count set"
 
 
 def _data(dtype: str, shape, seed=0) -> np.ndarray:
@@ -471,9 +482,9 @@ def _check(got: np.ndarray, ref: np.ndarray, what) -> None:
 
 
 SHAPES = [((5, 7), (1,)), ((5, 7), (0,)), ((5, 7), (0, 1)), ((4, 300), (1,)),
-          ((3, 5000), (1,)), ((20000,), (0,)), ((6, 7, 8), (0, 2)), ((6, 7, 8), (1,)),
-          ((3000, 3), (0,)), ((2, 1, 3), (1,)), ((0, 3), (0,)), ((3, 0), (1,)), ((2, 3), ()),
-          ((4, 3, 2, 5), (1, 3))]
+          ((3, 5000), (1,)), ((3, 9000), (1,)), ((20000,), (0,)), ((6, 7, 8), (0, 2)),
+          ((6, 7, 8), (1,)), ((3000, 3), (0,)), ((2, 1, 3), (1,)), ((0, 3), (0,)),
+          ((3, 0), (1,)), ((2, 3), ()), ((4, 3, 2, 5), (1, 3))]
 
 
 def _reduce_dtype(op: str, d: dt.Dtype, axes) -> dt.Dtype:
@@ -517,12 +528,24 @@ def test_a_full_reduce_splits_and_aligned_rows_vectorise(fake):
     x = fake.upload(v)
     out = fake.empty((), dt.float32, fake.stream)
     K.reduce("sum", x, (0,), out, fake.stream)
-    assert fake.launches[-1].startswith("reduce_partials") and fake.launches[-2].startswith(
-        "reduce_row")
+    # one launch: the last block of the row combines the partials
+    assert fake.launches[-1].startswith("reduce_row")
     np.testing.assert_allclose(fake.heap.read(out), v.astype(np.float64).sum(), rtol=1e-5)
     plan = [p for k, p in K._plans.items() if k[0] == "reduce"][-1]
-    assert plan[0] == "row" and plan[5] > 1  # split
+    assert plan[0] == "row" and plan[5] > 1 and plan[2] is None  # split, no second kernel
     assert [k for k in K._plans if k[0] == "reduce"][-1][6] is True  # 16-byte loads
+    assert not fake.counters().any()  # every count back to 0 for the next launch
+
+
+def test_split_rows_with_a_second_launch_when_asked(fake, monkeypatch):
+    monkeypatch.setattr(K, "_LAST_BLOCK_FINISHES", False)
+    v = _data("float32", (3, 1 << 15))
+    x = fake.upload(v)
+    out = fake.empty((3,), dt.float32, fake.stream)
+    K.reduce("sum", x, (1,), out, fake.stream)
+    assert fake.launches[-1].startswith("reduce_partials") and fake.launches[-2].startswith(
+        "reduce_row")
+    np.testing.assert_allclose(fake.heap.read(out), v.astype(np.float64).sum(1), rtol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "bool", "complex64",

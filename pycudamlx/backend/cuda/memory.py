@@ -39,6 +39,7 @@ import logging
 import os
 import sys
 import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -779,6 +780,17 @@ def release_staging() -> None:
 
 # ------------------------------------------------------------------------------------------------
 # Copies and memset (all asynchronous on a stream; record the writer for host synchronisation)
+
+
+def internal_zeroed(nbytes: int, stream: CudaStream) -> int:
+    """The address of ``nbytes`` of device memory zeroed in ``stream``'s order, for the library's
+    own bookkeeping on that stream (kernel arrival counters): outside the pool and the active
+    count, as cuBLAS's workspace is in MLX; freed when the stream object is."""
+    device = stream.device
+    ptr = _driver_allocate(nbytes, device, DEVICE)
+    call(driver.init().cuMemsetD8Async, ptr, 0, nbytes, stream.handle)
+    weakref.finalize(stream, _driver_free, ptr, nbytes, DEVICE, device.index)
+    return ptr
 
 
 def memset(buffer: Buffer, byte: int, stream: CudaStream, nbytes: int | None = None) -> None:

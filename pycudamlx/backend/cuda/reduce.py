@@ -10,10 +10,12 @@ dict lookup and the launches.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any, Sequence
 
 from ... import dtypes as dt
-from . import compiler, registry
+from . import compiler, memory, registry
 from . import elementwise as ew
 from .array import GpuArray, contiguous_strides, empty
 from .launch import grid_for
@@ -174,9 +176,33 @@ def _target_blocks(stream: CudaStream, kernel: Any = None, block: int = 256) -> 
     return stream.device.properties.multiprocessors * per_sm
 
 
-#: Waves of blocks a split row reduction aims for: on the H200 a sum of 2^28 float32 ran at
-#: 4.38 TB/s with one wave of 512-thread blocks and 4.61 with eight (scripts/tune_reduce.py).
-_SPLIT_WAVES = 8
+#: Split row reductions: blocks of _SPLIT_BLOCK threads (rows of 8192 or more), _SPLIT_WAVES
+#: waves of them, the last block of a row combining the partials (_LAST_BLOCK_FINISHES=False:
+#: a second launch, for comparison). scripts/tune_sum.py on the H200, sum of 2^28 float32:
+#: 4.50 TB/s with 2 waves of 512 (or 1 of 256), 4.41 with 4 waves, 4.27-4.33 with 8.
+_SPLIT_BLOCK = 512
+_SPLIT_WAVES = 2
+_LAST_BLOCK_FINISHES = True
+#: Per-row arrival counters a stream keeps for split row reductions (rows split only while
+#: fewer than a few waves of blocks, far below this).
+_COUNTERS = 16384
+_counters: "weakref.WeakKeyDictionary[CudaStream, int]" = weakref.WeakKeyDictionary()
+_counters_lock = threading.Lock()
+
+
+def _split_counters(stream: CudaStream) -> int:
+    """The address of ``stream``'s _COUNTERS uint32 counters, zero between launches (the last
+    block of a row resets its count). Device memory of the library's own, like cuBLAS's
+    workspace, outside the pool; freed with the stream. One set per stream: launches on one
+    stream never overlap, launches on two streams may."""
+    ptr = _counters.get(stream)
+    if ptr is None:
+        with _counters_lock:
+            ptr = _counters.get(stream)
+            if ptr is None:
+                ptr = memory.internal_zeroed(4 * _COUNTERS, stream)
+                _counters[stream] = ptr
+    return ptr
 
 
 def _reduce_plan(op: str, dtype: str, outer: int, length: int, inner: int, vec: bool,
@@ -188,13 +214,15 @@ def _reduce_plan(op: str, dtype: str, outer: int, length: int, inner: int, vec: 
         rows = outer
         if length <= 256:
             return ("warp", mod[row_e], None, (rows + 7) // 8, 256, 1, acc)
-        block = 512 if length >= 8192 else 256
+        block = _SPLIT_BLOCK if length >= 8192 else 256
         target = _target_blocks(stream, mod[row_e], block) * _SPLIT_WAVES
         splits = 1
         if rows < target:
             splits = max(1, min(-(-target // rows), length // (block * 16)))
-        return ("row", mod[row_e], mod[part_e] if splits > 1 else None, rows * splits, block,
-                splits, acc)
+        finish = None
+        if splits > 1 and not (_LAST_BLOCK_FINISHES and rows <= _COUNTERS):
+            finish = mod[part_e]
+        return ("row", mod[row_e], finish, rows * splits, block, splits, acc)
     target = _target_blocks(stream)
     ntiles = -(-inner // 32)
     base = outer * ntiles
@@ -222,11 +250,12 @@ def reduce_into(op: str, x: GpuArray, outer: int, length: int, inner: int, out: 
     kind, kernel, finish, grid, block, splits, acc = plan
     op_, ap = _ptr(out), _ptr(aux)
     if kind == "warp":
-        kernel(grid, block, stream, xp, op_, 0, ap, outer, length, 1, 1, int(vec), scale)
+        kernel(grid, block, stream, xp, op_, 0, ap, 0, outer, length, 1, 1, int(vec), scale)
     elif kind == "row":
         part = scratch((grid,), acc, stream) if splits > 1 else None
-        kernel(grid, block, stream, xp, op_, _ptr(part), ap, outer, length, splits, 0, int(vec),
-               scale)
+        done = _split_counters(stream) if splits > 1 and finish is None else 0
+        kernel(grid, block, stream, xp, op_, _ptr(part), ap, done, outer, length, splits, 0,
+               int(vec), scale)
         if finish is not None:
             finish(outer, BLOCK, stream, _ptr(part), op_, ap, outer, splits, scale)
     else:

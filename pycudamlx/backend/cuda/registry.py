@@ -551,7 +551,7 @@ def reduce_expressions(op: str, dtype: str) -> tuple[str, str, str] | None:
             f"reduce_partials<{u}, {a}, {w}, {o}, {f}>")
 
 
-_ROW_SIG = ("ptr", "ptr", "ptr", "ptr", "i64", "i64", "i64", "i32", "i32", "f64")
+_ROW_SIG = ("ptr", "ptr", "ptr", "ptr", "ptr", "i64", "i64", "i64", "i32", "i32", "f64")
 _COLS_SIG = ("ptr", "ptr", "ptr", "ptr", "i64", "i64", "i64", "i64", "f64")
 _PART_SIG = ("ptr", "ptr", "ptr", "i64", "i64", "f64")
 

@@ -3,8 +3,10 @@
 // The launcher (backend/cuda/reduce.py) views every reduction as one of two shapes of a
 // contiguous array: rows (reduce the innermost `len` elements of each of `rows` rows) or columns
 // (reduce the middle axis of (outer, len, inner)). Other axis sets are permuted into rows by a
-// copy first. A long reduction is split over `splits` blocks that write accumulator partials,
-// and reduce_partials finishes them (no atomics, so results are deterministic).
+// copy first. A long reduction is split over `splits` blocks that write accumulator partials:
+// for rows, the last block of a row to finish (a per-row counter it resets) combines them in the
+// same launch; for columns, reduce_partials does in a second launch. Partials are always
+// combined in index order, so results are deterministic.
 //
 // A reduction variant is (OP, MAP, FIN): each element x is mapped to the accumulator type A by
 // MAP (with `c`, a per-output value computed by an earlier pass: the mean for var, the max for
@@ -115,6 +117,29 @@ template <typename A> PCM_DEVICE A red_shfl_up(A v, int delta) {
   }
 }
 
+// A load that bypasses the SM's L1 (another block of this launch wrote *p): through a
+// volatile integer of A's size, as volatile A would need volatile members.
+template <typename A> PCM_DEVICE A red_load_volatile(const A* p) {
+  if constexpr (sizeof(A) == 8) {
+    union { A a; unsigned long long u; } w;
+    w.u = *reinterpret_cast<const volatile unsigned long long*>(p);
+    return w.a;
+  } else if constexpr (sizeof(A) == 4) {
+    union { A a; unsigned int u; } w;
+    w.u = *reinterpret_cast<const volatile unsigned int*>(p);
+    return w.a;
+  } else if constexpr (sizeof(A) == 2) {
+    union { A a; unsigned short u; } w;
+    w.u = *reinterpret_cast<const volatile unsigned short*>(p);
+    return w.a;
+  } else {
+    static_assert(sizeof(A) == 1, "accumulators are 1, 2, 4 or 8 bytes");
+    union { A a; unsigned char u; } w;
+    w.u = *reinterpret_cast<const volatile unsigned char*>(p);
+    return w.a;
+  }
+}
+
 template <int OP, typename A> PCM_DEVICE A warp_reduce(A v) {
 #pragma unroll
   for (int m = 16; m; m >>= 1) v = red_apply<OP>(v, red_shfl_xor(v, m));
@@ -179,7 +204,8 @@ template <typename T> struct red_vec { static const int N = sizeof(T) >= 16 ? 1 
 // multiple of the pack width, so every thread moves 16 bytes per load, four loads in flight.
 template <typename T, typename U, typename A, typename W, int OP, int MAP, int FIN>
 __global__ void __launch_bounds__(512) reduce_row(const T* __restrict__ x, U* __restrict__ out, A* __restrict__ part,
-                           const W* __restrict__ aux, int64_t rows, int64_t len, int64_t splits,
+                           const W* __restrict__ aux, unsigned int* __restrict__ done,
+                           int64_t rows, int64_t len, int64_t splits,
                            int32_t warp_rows, int32_t vec, double scale) {
   int64_t row, lo, hi;
   int tid, nt;
@@ -235,9 +261,31 @@ __global__ void __launch_bounds__(512) reduce_row(const T* __restrict__ x, U* __
     return;
   }
   acc = block_allreduce<OP>(acc);
+  if (splits == 1) {
+    if (threadIdx.x == 0) out[row] = red_finish<FIN, U>(acc, c, scale);
+    return;
+  }
+  // Split: write the partial; with `done` (zeroed per-row counters), the row's last block to
+  // arrive combines the partials: no second launch.
+  __shared__ bool red_last;
   if (threadIdx.x == 0) {
-    if (splits > 1) part[blockIdx.x] = acc;
-    else out[row] = red_finish<FIN, U>(acc, c, scale);
+    part[blockIdx.x] = acc;
+    red_last = false;
+    if (done != nullptr) {
+      __threadfence();  // the partial is visible device-wide before the count says so
+      red_last = atomicAdd(done + row, 1u) == (unsigned int)(splits - 1);
+    }
+  }
+  __syncthreads();
+  if (!red_last) return;
+  __threadfence();
+  acc = red_identity<OP, A>();
+  const A* pr = part + row * splits;
+  for (int64_t i = tid; i < splits; i += nt) acc = red_apply<OP>(acc, red_load_volatile(pr + i));
+  acc = block_allreduce<OP>(acc);
+  if (threadIdx.x == 0) {
+    out[row] = red_finish<FIN, U>(acc, c, scale);
+    done[row] = 0u;  // ready for the next launch on this stream
   }
 }
 
