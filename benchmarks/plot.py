@@ -68,7 +68,7 @@ def main(src: str, dst: str) -> None:
         _grouped(a, ops, lambda r, i: r["results"].get(i, 0.0),
                  ["sync every op", "one sync / 10,000"][:len(ops)])
         a.set_ylabel("microseconds per op")
-        a.set_title("Cost per op, x = x + b\n(lower is better)")
+        a.set_title("Cost per op\n(x = x + b; lower is better)", fontsize=10)
     v = doc["versions"]
     fig.suptitle(f"{v.get('gpu')} · driver CUDA {v.get('driver CUDA')} · {doc['date']}",
                  fontsize=9)
