@@ -5,8 +5,8 @@
 - ``qmm_prefill``: the same weight times 512 rows (prefill); TFLOP/s.
 - ``quantize``: ``quantize`` of a 4096 x 4096 float16 matrix (4 bits, group 64); GB/s of input.
 
-Ours is dequantize + GEMM composed of lazy ops (no fused kernel yet) and MLX-CUDA runs its fused
-quantized kernels. torch and CuPy have no 4-bit matmul: they run the dense float16 matmul with
+Ours: decode runs qmv.cu (one pass over the packed words), prefill the dequantize + GEMM
+composition of lazy ops; MLX-CUDA runs its fused quantized kernels. torch and CuPy have no 4-bit matmul: they run the dense float16 matmul with
 the dequantized weight (the same math), the bar a fused kernel should beat at decode since it
 reads 4x fewer weight bytes. Every result is checked against numpy float64.
 """

@@ -129,3 +129,91 @@ def test_microscaling_modes_gpu_equals_cpu(mode, dtype, monkeypatch):
         _on_gpu(y)
         err = np.abs(_host(y).astype(np.float64) - yr)
         assert (err <= rel * magnitude + 1e-6).all(), (tf32, float((err / magnitude).max()))
+
+
+def _prims(a) -> set:
+    """Names of the primitives in the (unevaluated) graph behind ``a``."""
+    seen, todo, names = set(), [a], set()
+    while todo:
+        n = todo.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if getattr(n, "_prim", None) is not None:
+            names.add(n._prim.name)
+        todo.extend(getattr(n, "_inputs", None) or ())
+    return names
+
+
+_EPS = {"float32": 0.0, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
+
+
+@pytest.mark.parametrize("bits,gs", [(4, 32), (4, 64), (4, 128), (8, 32), (8, 64), (8, 128),
+                                     (2, 64), (2, 128)])
+@pytest.mark.parametrize("dtype", ("float32", "float16", "bfloat16"))
+def test_quantized_matvec_kernel(bits, gs, dtype):
+    """Decode-sized quantized_matmul is one qmv.cu launch: against the CPU composition (float32
+    dequantize + matmul) for 1-8 rows, an odd number of outputs, batch dims."""
+    d = getattr(mx, dtype)
+    n_out, k = 257, 640
+    w = mx.array(RNG.standard_normal((n_out, k)).astype(np.float32)).astype(d)
+    q = mx.quantize(w, gs, bits, stream=mx.cpu)
+    mx.eval(q)
+    wm = _host(mx.dequantize(*q, gs, bits, dtype=mx.float32, stream=mx.cpu)).astype(np.float64)
+    for shape in ((1, k), (3, k), (8, k), (k,), (2, 3, k)):
+        x = mx.array(RNG.standard_normal(shape).astype(np.float32)).astype(d)
+        y = mx.quantized_matmul(x, *q, group_size=gs, bits=bits, stream=mx.gpu)
+        assert "quantized_matvec" in _prims(y) and "matmul" not in _prims(y)
+        ref = _host(mx.quantized_matmul(x, *q, group_size=gs, bits=bits, stream=mx.cpu))
+        _on_gpu(y)
+        assert y.dtype == d and y.shape == (*shape[:-1], n_out)
+        xh = _host(x).astype(np.float64)
+        magnitude = np.abs(xh) @ np.abs(wm).T
+        err = np.abs(_host(y).astype(np.float64) - ref)
+        bound = 4 * k * 2.0 ** -24 * magnitude + 2 * _EPS[dtype] * np.abs(ref) + 1e-6
+        assert (err <= bound).all(), (shape, float((err / (magnitude + 1e-30)).max()))
+
+
+def test_quantized_matvec_layouts_and_fallbacks():
+    """Views are read right (copied dense/aligned first); more rows than the kernel takes,
+    other modes and gradients keep the dequantize + matmul composition."""
+    w = mx.array(RNG.standard_normal((96, 256)).astype(np.float32))
+    q = mx.quantize(w, 64, 4, stream=mx.cpu)
+    base = mx.array(RNG.standard_normal((1, 257 * 4)).astype(np.float32))
+    views = {"transposed": mx.array(RNG.standard_normal((256, 2)).astype(np.float32)).T,
+             "misaligned": base[:, 1:257], "strided": base[:, ::4][:, :256]}
+    for name, x in views.items():
+        y = mx.quantized_matmul(x, *q, stream=mx.gpu)
+        assert "quantized_matvec" in _prims(y), name
+        ref = _host(mx.quantized_matmul(x, *q, stream=mx.cpu))
+        np.testing.assert_allclose(_host(y), ref, rtol=1e-4, atol=1e-4, err_msg=name)
+    many = mx.array(RNG.standard_normal((9, 256)).astype(np.float32))
+    assert "quantized_matvec" not in _prims(mx.quantized_matmul(many, *q, stream=mx.gpu))
+    x = mx.array(RNG.standard_normal((2, 256)).astype(np.float32))
+
+    def loss(x):
+        return mx.quantized_matmul(x, *q, stream=mx.gpu).sum()
+
+    g = mx.grad(loss)(x)
+    _on_gpu(g)
+    gr = mx.grad(lambda x: mx.quantized_matmul(x, *q, stream=mx.cpu).sum())(x)
+    np.testing.assert_allclose(_host(g), _host(gr), rtol=2e-3, atol=2e-3)
+
+
+def test_quantized_matvec_compiled_then_differentiated():
+    """A compiled step recorded with the fused node still differentiates (through the
+    composition), and its weights still refuse a gradient as MLX's do."""
+    w = mx.array(RNG.standard_normal((64, 128)).astype(np.float32))
+    q = mx.quantize(w, 32, 8, stream=mx.cpu)
+    x = mx.array(RNG.standard_normal((1, 128)).astype(np.float32))
+    with mx.stream(mx.gpu):
+        f = mx.compile(lambda x: mx.quantized_matmul(x, *q, group_size=32, bits=8))
+        y = f(x)
+        g = mx.grad(lambda x: f(x).sum())(x)
+        mx.eval(y, g)
+    gr = mx.grad(lambda x: mx.quantized_matmul(x, *q, group_size=32, bits=8,
+                                               stream=mx.cpu).sum())(x)
+    np.testing.assert_allclose(_host(g), _host(gr), rtol=2e-3, atol=2e-3)
+    with pytest.raises(RuntimeError, match="no gradient wrt the quantized weights"):
+        mx.grad(lambda wq: mx.quantized_matmul(x, wq, q[1], q[2], group_size=32, bits=8,
+                                               stream=mx.gpu).sum())(q[0])

@@ -545,3 +545,32 @@ def _qqmm_error(lib, case):
 def test_qqmm_errors_match_mlx(case):
     ref = _qqmm_error(M, case)
     assert ref is not None and _qqmm_error(mx, case) == ref
+
+
+@pytest.mark.parametrize("bits,gs", [(2, 64), (4, 32), (4, 128), (8, 64)])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_quantized_matvec_node_equals_the_composition(bits, gs, dtype):
+    """The fused node a GPU stream uses for decode-sized products (its CPU implementation, and
+    its derivative rule) gives quantized_matmul's composition's numbers."""
+    from pycudamlx.core.array import make
+    from pycudamlx.graph.primitives.quantize import QuantizedMatvec
+
+    d = getattr(mx, dtype)
+    w = mx.array(RNG.standard_normal((33, 256)).astype(np.float32)).astype(d)
+    wq, scales, biases = mx.quantize(w, gs, bits)
+    x = mx.array(RNG.standard_normal((3, 256)).astype(np.float32)).astype(d)
+
+    def fused(x):
+        return make(QuantizedMatvec(bits, gs), (x, wq, scales, biases), (3, 33), d,
+                    mx.default_stream(mx.cpu))
+
+    def composed(x):
+        return mx.quantized_matmul(x, wq, scales, biases, group_size=gs, bits=bits)
+
+    y, ref = fused(x), composed(x)
+    assert y.dtype == ref.dtype == d
+    np.testing.assert_allclose(_np(y), _np(ref), rtol=1e-5 if dtype == "float32" else 1e-2,
+                               atol=1e-4 if dtype == "float32" else 1e-2)
+    g = mx.grad(lambda x: fused(x).astype(mx.float32).sum())(x)
+    gr = mx.grad(lambda x: composed(x).astype(mx.float32).sum())(x)
+    np.testing.assert_array_equal(_np(g), _np(gr))

@@ -14,7 +14,7 @@ from .. import core as mx
 from .. import dtypes as dt
 from ..core.array import make
 from ..graph.primitives import (bitview, creation, fast as F, fft as FFT, matmul as M,
-                                random as RND, shape as SH, sorting as S)
+                                quantize as QM, random as RND, shape as SH, sorting as S)
 from .custom import NoDerivative
 from .registry import register, register_single
 
@@ -118,6 +118,15 @@ def _ln_ref(prim: Any, x: Any, *params: Any) -> Any:
 
 register(F.RMSNorm)(composite(_rms_ref))
 register(F.LayerNorm)(composite(_ln_ref))
+
+
+def _qmv_ref(prim: Any, x: Any, w: Any, scales: Any, biases: Any) -> Any:
+    # quantized_matmul's composition (a gradient trace never builds the fused node itself,
+    # but a compiled graph recorded outside one may be differentiated later)
+    return mx.quantized_matmul(x, w, scales, biases, True, prim.group_size, prim.bits)
+
+
+register(QM.QuantizedMatvec)(composite(_qmv_ref))
 
 
 @register_single(F.RoPE)

@@ -19,8 +19,10 @@ from .. import dtypes as dt
 from . import device as dev
 from . import quantize_fp as _fp
 from ._base import as_array, astype
+from ..autodiff import engine as _engine
 from ..autodiff.custom import guard_operands
-from .array import array, from_data
+from ..graph.primitives.quantize import QuantizedMatvec
+from .array import array, from_data, make
 from .elementwise import (
     abs as _abs, add, bitwise_and, bitwise_or, clip, divide, equal, greater, left_shift,
     maximum, multiply, negative, not_equal, right_shift, round as _round, subtract, where,
@@ -346,12 +348,33 @@ def quantized_matmul(x: array, w: array, /, scales: array, biases: array | None 
     biases = None if biases is None else as_array(biases)
     out, gs, b = _qmm_checks("quantized_matmul", "quantized_matmul", x, w, scales, biases,
                              transpose, group_size, bits, mode)
+    if _matvec_applies(x, w, scales, biases, transpose, gs, b, mode, out, s):
+        rows = math.prod(x.shape[:-1])
+        xr = reshape(x, (rows, x.shape[-1]), stream=s)
+        y = make(QuantizedMatvec(b, gs), (xr, w, scales, biases), (rows, w.shape[0]), out, s)
+        return reshape(y, (*x.shape[:-1], w.shape[0]), stream=s)
     # Dequantize and multiply in float32 (as MLX's kernels accumulate), round once at the end.
     wd = _dequantize_f32(w, scales, biases, gs, b, mode, s)
     if transpose:
         wd = swapaxes(wd, -1, -2, stream=s)
     res = astype(matmul(astype(x, dt.float32, s), wd, stream=s), out, s)
     return guard_operands(res, (x, w, scales, biases), *_blocked("QuantizedMatmul", mode))
+
+
+def _matvec_applies(x: array, w: array, scales: array, biases: array | None,
+                    transpose: bool, gs: int, b: int, mode: str, out: dt.Dtype, s: Any) -> bool:
+    """Whether quantized_matmul is one QuantizedMatvec node: a GPU stream, a decode-sized x
+    (at most qmv's rows) against 2-D affine weights in a bit width and dtype qmv.cu has, and
+    no gradient being traced (the composition carries the derivatives and their errors)."""
+    if not (s.is_gpu and mode == "affine" and transpose and w.ndim == 2 and x.ndim >= 1
+            and biases is not None and _engine._depth == 0):
+        return False
+    if not (x.dtype is out and scales.dtype is out and biases.dtype is out):
+        return False
+    from ..backend.cuda import quantized as _qmv
+
+    rows = math.prod(x.shape[:-1])
+    return 0 < rows <= _qmv.MAX_ROWS and _qmv.supported(out, b, gs, x.shape[-1])
 
 
 def _blocked(prim: str, mode: str) -> tuple[list, list]:

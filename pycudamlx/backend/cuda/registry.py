@@ -688,8 +688,28 @@ def sdpa_mma_module(dtype: str, head_dim: int) -> ModuleSpec:
                       (dtype,), min_cc=80)
 
 
+#: Quantized matrix-vector products (qmv.cu): x dtypes, bit widths, columns per warp.
+QMV_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32")
+QMV_BITS: tuple[int, ...] = (2, 4, 8)
+QMV_COLUMNS: tuple[int, ...] = (1, 2)
+_QMV_SIG = ("ptr",) * 5 + ("i32", "i64", "i64", "i32")
+
+
+def qmv_expression(dtype: str, bits: int, columns: int) -> str:
+    return f"qmv_affine<{_ctype(dtype)}, {bits}, {columns}>"
+
+
+@functools.lru_cache(maxsize=None)
+def qmv_module(dtype: str) -> ModuleSpec:
+    """quantized_matmul of a few rows against affine-quantized transposed weights."""
+    kernels = tuple(KernelSpec(qmv_expression(dtype, b, c), _QMV_SIG)
+                    for b in QMV_BITS for c in QMV_COLUMNS)
+    return ModuleSpec(f"qmv.{dtype}", "qmv", _program("qmv.cu"), kernels, (dtype,))
+
+
 def fast_modules(dtypes: Sequence[str]) -> list[ModuleSpec]:
     modules = [f(d) for d in dtypes if d in FAST_DTYPES for f in (fast_norm_module, sdpa_module)]
+    modules += [qmv_module(d) for d in dtypes if d in QMV_DTYPES]
     modules += [sdpa_mma_module(d, hd) for d in dtypes if d in SDPA_MMA_DTYPES
                 for hd in SDPA_TILED_DIMS]
     return modules

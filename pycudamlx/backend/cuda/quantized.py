@@ -1,0 +1,76 @@
+"""Launcher for qmv.cu: a few rows of x times affine-quantized transposed weights, read once.
+
+The decode step of a quantized model multiplies one token's activations by every weight
+matrix; dequantizing each matrix to a dense one first moves 8x (float32) more bytes than the
+packed 4-bit weights. Operands are GpuArrays; the op layer (core/quantize.py) decides when this
+path applies (``supported``) and keeps the dequantize + matmul composition for the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import dtypes as dt
+from . import array as gpu_array, compiler, registry
+from .elementwise import _ptr, _record_write
+from .fast import contiguous
+from .stream import CudaStream
+
+#: Rows of x the kernel takes (its MAX_ROWS); more rows go through dequantize + GEMM.
+MAX_ROWS = 8
+_WARPS_PER_BLOCK = 8
+#: Columns per warp by output width: narrow outputs need every warp they can get to keep
+#: enough loads in flight; wide ones reuse each lane's x values for two columns.
+_TWO_COLUMNS_FROM = 16384
+_plans: dict[tuple, tuple] = {}
+
+
+def supported(dtype: dt.Dtype, bits: int, group_size: int, k_len: int) -> bool:
+    """Whether qmv.cu computes this case: its dtypes and bit widths, groups holding whole
+    16-byte vectors of packed values."""
+    per_vec = 128 // bits if bits in registry.QMV_BITS else 0
+    return (dtype.name in registry.QMV_DTYPES and per_vec > 0 and group_size % per_vec == 0
+            and k_len % group_size == 0)
+
+
+def qmv(x: Any, w: Any, scales: Any, biases: Any, bits: int, group_size: int,
+        stream: CudaStream) -> Any:
+    """(rows, N) = x (rows, K) @ dequantize(w, scales, biases).T for rows <= MAX_ROWS."""
+    rows, k_len = x.shape
+    n_out = w.shape[0]
+    out = gpu_array.empty((rows, n_out), x.dtype, stream)
+    if rows == 0 or n_out == 0:
+        return out
+    x, w = contiguous(x, stream), contiguous(w, stream)
+    scales, biases = contiguous(scales, stream), contiguous(biases, stream)
+    xp, wp = _ptr(x), _ptr(w)
+    if (xp | wp) & 15:  # the kernel reads both 16 bytes at a time
+        x, w = _aligned_copy(x, stream), _aligned_copy(w, stream)
+        xp, wp = _ptr(x), _ptr(w)
+    key = (x.dtype.name, bits, n_out, stream.device.index)
+    plan = _plans.get(key)
+    if plan is None:
+        columns = 2 if n_out >= _TWO_COLUMNS_FROM else 1
+        mod = compiler.module_for(registry.qmv_module, (x.dtype.name,), stream.device)
+        warps = -(-n_out // columns)
+        plan = (mod[registry.qmv_expression(x.dtype.name, bits, columns)],
+                -(-warps // _WARPS_PER_BLOCK))
+        if len(_plans) > 1024:
+            _plans.clear()
+        _plans[key] = plan
+    kernel, grid = plan
+    kernel(grid, 32 * _WARPS_PER_BLOCK, stream, xp, wp, _ptr(scales), _ptr(biases), _ptr(out),
+           rows, n_out, k_len, group_size)
+    _record_write(out, stream)
+    return out
+
+
+def _aligned_copy(a: Any, stream: CudaStream) -> Any:
+    """A fresh (pool-aligned) contiguous copy of ``a``, unless it is already 16-byte aligned."""
+    if not _ptr(a) & 15:
+        return a
+    from .elementwise import copy
+
+    out = gpu_array.empty(tuple(a.shape), a.dtype, stream)
+    copy(a, out, stream)
+    return out
