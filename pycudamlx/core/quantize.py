@@ -349,10 +349,8 @@ def quantized_matmul(x: array, w: array, /, scales: array, biases: array | None 
     out, gs, b = _qmm_checks("quantized_matmul", "quantized_matmul", x, w, scales, biases,
                              transpose, group_size, bits, mode)
     if _matvec_applies(x, w, scales, biases, transpose, gs, b, mode, out, s):
-        rows = math.prod(x.shape[:-1])
-        xr = reshape(x, (rows, x.shape[-1]), stream=s)
-        y = make(QuantizedMatvec(b, gs), (xr, w, scales, biases), (rows, w.shape[0]), out, s)
-        return reshape(y, (*x.shape[:-1], w.shape[0]), stream=s)
+        return make(QuantizedMatvec(b, gs), (x, w, scales, biases),
+                    (*x.shape[:-1], w.shape[0]), out, s)
     # Dequantize and multiply in float32 (as MLX's kernels accumulate), round once at the end.
     wd = _dequantize_f32(w, scales, biases, gs, b, mode, s)
     if transpose:

@@ -19,9 +19,10 @@ from .stream import CudaStream
 #: Rows of x the kernel takes (its MAX_ROWS); more rows go through dequantize + GEMM.
 MAX_ROWS = 8
 _WARPS_PER_BLOCK = 8
-#: Columns per warp by output width: narrow outputs need every warp they can get to keep
-#: enough loads in flight; wide ones reuse each lane's x values for two columns.
-_TWO_COLUMNS_FROM = 16384
+#: Columns per warp: two reuse each lane's x values (scripts/tune_qmv.py on the H200: as fast
+#: or faster than one in every shape measured, 1.3-2.7x at 8 rows), unless the output is too
+#: narrow to give every SM warps.
+_TWO_COLUMNS_FROM = 2048
 _plans: dict[tuple, tuple] = {}
 
 
@@ -35,11 +36,12 @@ def supported(dtype: dt.Dtype, bits: int, group_size: int, k_len: int) -> bool:
 
 def qmv(x: Any, w: Any, scales: Any, biases: Any, bits: int, group_size: int,
         stream: CudaStream) -> Any:
-    """(rows, N) = x (rows, K) @ dequantize(w, scales, biases).T for rows <= MAX_ROWS."""
-    rows, k_len = x.shape
-    n_out = w.shape[0]
-    out = gpu_array.empty((rows, n_out), x.dtype, stream)
-    if rows == 0 or n_out == 0:
+    """(..., N) = x (..., K) @ dequantize(w, scales, biases).T, x with at most MAX_ROWS rows
+    (its leading dimensions together)."""
+    k_len, n_out = x.shape[-1], w.shape[0]
+    out = gpu_array.empty((*x.shape[:-1], n_out), x.dtype, stream)
+    rows = out.size // n_out if n_out else 0
+    if rows == 0:
         return out
     x, w = contiguous(x, stream), contiguous(w, stream)
     scales, biases = contiguous(scales, stream), contiguous(biases, stream)

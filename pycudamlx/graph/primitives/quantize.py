@@ -16,8 +16,9 @@ from ..primitive import OutSpec, Primitive
 
 
 class QuantizedMatvec(Primitive):
-    """inputs: x (rows, K), w (N, K * bits / 32) uint32, scales and biases (N, K / group_size),
-    all but w of the output dtype; output (rows, N) = x @ dequantize(w).T."""
+    """inputs: x (..., K), w (N, K * bits / 32) uint32, scales and biases (N, K / group_size),
+    all but w of the output dtype; output (..., N) = x @ dequantize(w).T (one node, no
+    reshapes around it: at decode the per-node host cost is most of the time)."""
 
     __slots__ = ("bits", "group_size")
     name = "quantized_matvec"
@@ -38,8 +39,8 @@ class QuantizedMatvec(Primitive):
         deq = (grouped * scales.astype(np.float32)[..., None]
                + biases.astype(np.float32)[..., None]).reshape(n, k)
         with np.errstate(all="ignore"):
-            y = x.astype(np.float32) @ deq.T
-        return [y.astype(outs[0][1].np_dtype)]
+            y = x.reshape(-1, k).astype(np.float32) @ deq.T
+        return [y.reshape(outs[0][0]).astype(outs[0][1].np_dtype)]
 
     def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
         from ...backend.cuda import quantized
