@@ -20,6 +20,7 @@ RNG = np.random.default_rng(5)
 @pytest.fixture(autouse=True)
 def _strict_gpu(gpu_device, monkeypatch):
     monkeypatch.setattr(_env, "STRICT_GPU", True)
+    monkeypatch.setenv("PYCUDAMLX_ENABLE_TF32", "0")  # GPU and CPU matmuls both in float32
     yield
 
 
@@ -64,3 +65,20 @@ def test_data_parallel_step_on_gpu():
     loss_cpu, g_cpu = step(mx.cpu)
     assert loss_gpu.item() == pytest.approx(loss_cpu.item(), rel=1e-4)
     np.testing.assert_allclose(np.array(g_gpu), np.array(g_cpu), rtol=2e-3, atol=1e-5)
+
+
+@pytest.mark.parametrize("cls", ["AllToShardedLinear", "ShardedToAllLinear"])
+def test_sharded_linear_on_gpu(cls):
+    x = mx.array(RNG.standard_normal((8, 32)).astype(np.float32))
+    outs = []
+    for device in (mx.gpu, mx.cpu):
+        mx.random.seed(1)
+        with mx.stream(device):
+            layer = getattr(nn, cls)(32, 16)
+            y = layer(x)
+            g = mx.grad(lambda inp: (layer(inp) ** 2).sum())(x)
+            mx.eval(y, g)
+        outs.append((y, g))
+    assert type(outs[0][0]._data).__name__ == "GpuArray"
+    for a, b in zip(outs[0], outs[1]):
+        np.testing.assert_allclose(np.array(a), np.array(b), rtol=2e-3, atol=1e-4)
