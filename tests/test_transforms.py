@@ -175,6 +175,57 @@ def test_evaluating_traced_values_inside_compile_raises_as_in_mlx():
         mx.enable_compile()
 
 
+def _async_eval_in_transform_cases(m):
+    """(name, thunk) pairs: mx.async_eval inside grad/vjp/jvp/vmap/compile/checkpoint."""
+    def traced(x):  # schedules an array derived from the transformation's input
+        y = x + 1.0
+        m.async_eval(y)
+        return m.exp(y)
+
+    def constant(x):  # only arrays that do not depend on the input
+        z = m.array(2.0) + 1
+        m.async_eval(z)
+        m.async_eval()
+        m.async_eval([], {"a": z})
+        return x * z
+
+    def stopped(x):  # stop_gradient's output still depends on the input
+        m.async_eval(m.stop_gradient(x) + 1)
+        return x * 2
+
+    def outer_in_inner(x):  # an outer trace's array scheduled inside an inner trace
+        y = x * 3
+        return m.grad(lambda u: (m.async_eval(y), (u * u).sum())[1])(x) + y
+
+    one, ones = m.array(1.0), m.ones((2, 2))
+    return [
+        ("grad", lambda: m.grad(traced)(one)),
+        ("value_and_grad", lambda: m.value_and_grad(traced)(one)),
+        ("vjp", lambda: m.vjp(traced, [one], [one])),
+        ("jvp", lambda: m.jvp(traced, [one], [one])),
+        ("vmap", lambda: m.vmap(traced)(ones)),
+        ("compile", lambda: m.compile(traced)(one)),
+        ("checkpoint", lambda: m.grad(m.checkpoint(traced))(one)),
+        ("custom_function", lambda: m.grad(m.custom_function(traced))(one)),
+        ("stop_gradient", lambda: m.grad(stopped)(one)),
+        ("outer in inner", lambda: m.grad(lambda v: outer_in_inner(v).sum())(one)),
+        ("grad constant", lambda: m.grad(constant)(one)),
+        ("vmap constant", lambda: m.vmap(constant)(m.ones((2,)))),
+        ("after", lambda: traced(one)),
+        ("eval inside grad", lambda: m.grad(lambda v: (m.eval(v * 3), m.exp(v))[1])(one)),
+    ]
+
+
+def test_async_eval_inside_transforms_raises_as_in_mlx():
+    """MLX refuses to schedule a tracer: async_eval of anything derived from a grad/vjp/jvp/
+    vmap/compile input is ValueError "[async_eval] Not allowed inside a graph
+    transformation." (mx.eval under grad still evaluates); constants are scheduled."""
+    mlx = pytest.importorskip("mlx.core")
+    for (name, a), (_, b) in zip(_async_eval_in_transform_cases(mx),
+                                 _async_eval_in_transform_cases(mlx)):
+        assert _outcome(a) == _outcome(b), name
+
+
 def _trace_cache_effects(m):
     """What a program observes of MLX's trace cache: how often the body runs, captured state
     written back, closure-read arrays baked in, grads and multi-output ops inside, repeats."""

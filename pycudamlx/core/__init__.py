@@ -38,6 +38,7 @@ from .reduce import *  # noqa: F401,F403,E402
 from .transforms import *  # noqa: F401,F403,E402
 from .autodiff import *  # noqa: F401,F403,E402
 from . import fft, linalg  # noqa: F401,E402
+from . import distributed  # noqa: F401,E402
 from .linalg import norm as matrix_norm  # noqa: F401,E402
 from .misc import *  # noqa: F401,F403,E402
 from .io import *  # noqa: F401,F403,E402
@@ -59,7 +60,6 @@ _NOT_YET = {
     "quantization": ("gather_qqmm",),
     "export": ("export_function", "import_function", "exporter", "export_to_dot",
                "FunctionExporter"),
-    "distributed": ("distributed",),
 }
 _NOT_YET_AREA = {name: area for area, names in _NOT_YET.items() for name in names}
 

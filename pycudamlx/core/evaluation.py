@@ -48,9 +48,45 @@ def eval(*args: Any) -> None:  # noqa: A001 - MLX's name
 
 
 def async_eval(*args: Any) -> None:
-    """Queue the evaluation; GPU work is asynchronous, so this is ``eval`` without a host wait."""
-    if _compile_trace.active:
+    """Queue the evaluation; GPU work is asynchronous, so this is ``eval`` without a host wait.
+    As in MLX, arrays that depend on the inputs of a running transformation (grad, vjp, jvp,
+    vmap, compile) raise ValueError: MLX cannot schedule a tracer."""
+    if _compile_trace.active or _transform_tracing():
         roots: list[array] = []
         collect_arrays(args, roots)
-        _compile_trace.check(roots, _compile_trace.ASYNC_EVAL_IN_TRANSFORM)
+        if _compile_trace.active:
+            _compile_trace.check(roots, _compile_trace.ASYNC_EVAL_IN_TRANSFORM)
+        if _reaches_tracer(roots):
+            raise ValueError(_compile_trace.ASYNC_EVAL_IN_TRANSFORM)
     eval(*args)
+
+
+def _transform_tracing() -> bool:
+    """Whether a grad/vjp/jvp trace or a vmap trace is open (in any thread)."""
+    from ..autodiff import custom, engine
+
+    return engine._depth > 0 or custom.vmap_tracing > 0
+
+
+def _reaches_tracer(roots: list[array]) -> bool:
+    """Whether a root is derived from a traced input: a gradient trace's leaf (its graph kept
+    on the trace's tape once evaluated) or a vmap placeholder."""
+    from ..autodiff import engine
+    from ..graph import evaluate as graph_eval
+
+    tape = graph_eval.tape
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        a = stack.pop()
+        if id(a) in seen:
+            continue
+        seen.add(id(a))
+        info = engine._node_info(a, tape)
+        if info is None:
+            continue
+        prim, inputs = info[0], info[1]
+        if prim is engine.LEAF or prim.name == "vmap_placeholder":
+            return True
+        stack.extend(inputs)
+    return False

@@ -78,10 +78,20 @@ def checkpoint(module: Module, fn: Optional[Callable] = None) -> Callable:
     return wrapped_checkpointed_fn
 
 
-def average_gradients(gradients: Any, group: Any = None, all_reduce_size: int = 32 * 1024**2,
-                      communication_stream: Any = None) -> Any:
-    """Average gradients over a distributed group. pycudamlx runs one process (a group of
-    size 1), so the gradients are returned unchanged, as MLX does for a size-1 group."""
-    if group is not None and getattr(group, "size", lambda: 1)() != 1:
-        raise NotImplementedError("distributed groups are not implemented in pycudamlx yet")
-    return gradients
+def average_gradients(gradients: Any, group: Optional[mx.distributed.Group] = None,
+                      all_reduce_size: int = 32 * 1024**2,
+                      communication_stream: Optional[mx.Stream] = None) -> Any:
+    """Average ``gradients`` (a tree) over the processes of ``group`` (default: the global
+    group, ``mx.distributed.init()``). pycudamlx's groups have one process, so the tree comes
+    back unchanged (the same object), as MLX returns it for a group of size 1.
+    ``all_reduce_size`` (MLX batches small arrays into one reduction of about that many bytes)
+    and ``communication_stream`` only matter with several processes."""
+    group = group or mx.distributed.init()
+    n = group.size()
+    if n == 1:
+        return gradients
+    from ..utils import tree_map  # a group of several processes cannot exist here
+
+    return tree_map(lambda g: mx.distributed.all_sum(g, group=group,
+                                                     stream=communication_stream) / n,
+                    gradients)

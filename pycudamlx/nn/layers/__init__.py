@@ -6,6 +6,10 @@ from .containers import Sequential  # noqa: F401
 from .convolution import (  # noqa: F401
     Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
 )
+from .distributed import (  # noqa: F401
+    AllToShardedLinear, FullyShardedModule, QuantizedAllToShardedLinear,
+    QuantizedShardedToAllLinear, ShardedToAllLinear, fully_shard,
+)
 from .dropout import Dropout, Dropout2d, Dropout3d  # noqa: F401
 from .embedding import Embedding  # noqa: F401
 from .linear import Bilinear, Identity, Linear  # noqa: F401
