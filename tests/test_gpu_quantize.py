@@ -188,7 +188,8 @@ def test_quantized_matvec_layouts_and_fallbacks():
         ref = _host(mx.quantized_matmul(x, *q, stream=mx.cpu))
         np.testing.assert_allclose(_host(y), ref, rtol=1e-4, atol=1e-4, err_msg=name)
     many = mx.array(RNG.standard_normal((9, 256)).astype(np.float32))
-    assert "quantized_matvec" not in _prims(mx.quantized_matmul(many, *q, stream=mx.gpu))
+    prims = _prims(mx.quantized_matmul(many, *q, stream=mx.gpu))
+    assert "quantized_matvec" not in prims and "dequantize_affine" in prims
     x = mx.array(RNG.standard_normal((2, 256)).astype(np.float32))
 
     def loss(x):
@@ -217,3 +218,46 @@ def test_quantized_matvec_compiled_then_differentiated():
     with pytest.raises(RuntimeError, match="no gradient wrt the quantized weights"):
         mx.grad(lambda wq: mx.quantized_matmul(x, wq, q[1], q[2], group_size=32, bits=8,
                                                stream=mx.gpu).sum())(q[0])
+
+
+@pytest.mark.parametrize("bits,gs", [(2, 32), (4, 64), (8, 128)])
+@pytest.mark.parametrize("dtype", ("float32", "float16", "bfloat16"))
+def test_dequantize_affine_kernel_is_exact(bits, gs, dtype):
+    """The prefill path's one-kernel dequantization: the composition's float32 values, rounded
+    once to the dtype (bit for bit), for batched weights too."""
+    from pycudamlx.core.array import make
+    from pycudamlx.graph.primitives.quantize import DequantizeAffine
+
+    d = getattr(mx, dtype)
+    w = mx.array(RNG.standard_normal((3, 37, 256)).astype(np.float32)).astype(d)
+    wq, scales, biases = mx.quantize(w, gs, bits, stream=mx.cpu)
+    out = make(DequantizeAffine(bits, gs), (wq, scales, biases), (3, 37, 256), d,
+               mx.default_stream(mx.gpu))
+    _on_gpu(out)
+    ref = mx.dequantize(wq, scales, biases, gs, bits, dtype=mx.float32, stream=mx.cpu)
+    np.testing.assert_array_equal(_host(out), _host(ref.astype(d, stream=mx.cpu)))
+
+
+@pytest.mark.parametrize("transpose", (True, False))
+@pytest.mark.parametrize("bits", (2, 4, 8))
+@pytest.mark.parametrize("dtype", ("float32", "float16", "bfloat16"))
+def test_quantized_matmul_prefill_path(transpose, bits, dtype):
+    """More rows than qmv takes, batched weights, either transpose: one dequantize kernel and a
+    GEMM of x's dtype, within that dtype's rounding of the weights of the CPU composition."""
+    d = getattr(mx, dtype)
+    shape = (2, 128, 256) if transpose else (2, 256, 128)
+    w = mx.array(RNG.standard_normal(shape).astype(np.float32)).astype(d)
+    q = mx.quantize(w, 64, bits, stream=mx.cpu)
+    x = mx.array(RNG.standard_normal((2, 40, 256)).astype(np.float32)).astype(d)
+    y = mx.quantized_matmul(x, *q, transpose=transpose, bits=bits, stream=mx.gpu)
+    assert "dequantize_affine" in _prims(y)
+    ref = _host(mx.quantized_matmul(x, *q, transpose=transpose, bits=bits, stream=mx.cpu))
+    _on_gpu(y)
+    assert y.dtype == d and y.shape == (2, 40, 128)
+    wm = _host(mx.dequantize(*q, 64, bits, dtype=mx.float32, stream=mx.cpu)).astype(np.float64)
+    wm = np.swapaxes(wm, -1, -2) if transpose else wm
+    magnitude = np.abs(_host(x).astype(np.float64)) @ np.abs(wm)
+    # the weights rounded to the dtype (or TF32 for float32), float32 sums, one final rounding
+    rel = {"float32": 2.0 ** -10, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}[dtype]
+    err = np.abs(_host(y).astype(np.float64) - ref)
+    assert (err <= rel * magnitude + 2 * _EPS[dtype] * np.abs(ref) + 1e-5).all()

@@ -574,3 +574,27 @@ def test_quantized_matvec_node_equals_the_composition(bits, gs, dtype):
     g = mx.grad(lambda x: fused(x).astype(mx.float32).sum())(x)
     gr = mx.grad(lambda x: composed(x).astype(mx.float32).sum())(x)
     np.testing.assert_array_equal(_np(g), _np(gr))
+
+
+@pytest.mark.parametrize("bits", [2, 4, 8])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_dequantize_node_equals_the_composition(bits, dtype):
+    """The prefill path's dequantization node (its CPU implementation and derivative rule):
+    the composition's float32 values rounded once to the dtype; gradients wrt the scales."""
+    from pycudamlx.core.array import make
+    from pycudamlx.graph.primitives.quantize import DequantizeAffine
+
+    d = getattr(mx, dtype)
+    w = mx.array(RNG.standard_normal((2, 5, 128)).astype(np.float32)).astype(d)
+    wq, scales, biases = mx.quantize(w, 32, bits)
+
+    def fused(scales):
+        return make(DequantizeAffine(bits, 32), (wq, scales, biases), (2, 5, 128), d,
+                    mx.default_stream(mx.cpu))
+
+    ref = mx.dequantize(wq, scales, biases, 32, bits, dtype=mx.float32).astype(d)
+    np.testing.assert_array_equal(_np(fused(scales)), _np(ref))
+    g = mx.grad(lambda s: fused(s).astype(mx.float32).sum())(scales)
+    gr = mx.grad(lambda s: mx.dequantize(wq, s, biases, 32, bits).astype(mx.float32).sum())(
+        scales)
+    np.testing.assert_allclose(_np(g), _np(gr), rtol=1e-2)

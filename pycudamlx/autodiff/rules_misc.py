@@ -126,7 +126,12 @@ def _qmv_ref(prim: Any, x: Any, w: Any, scales: Any, biases: Any) -> Any:
     return mx.quantized_matmul(x, w, scales, biases, True, prim.group_size, prim.bits)
 
 
+def _dequantize_ref(prim: Any, w: Any, scales: Any, biases: Any) -> Any:
+    return mx.dequantize(w, scales, biases, prim.group_size, prim.bits)
+
+
 register(QM.QuantizedMatvec)(composite(_qmv_ref))
+register(QM.DequantizeAffine)(composite(_dequantize_ref))
 
 
 @register_single(F.RoPE)

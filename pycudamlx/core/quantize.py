@@ -21,7 +21,7 @@ from . import quantize_fp as _fp
 from ._base import as_array, astype
 from ..autodiff import engine as _engine
 from ..autodiff.custom import guard_operands
-from ..graph.primitives.quantize import QuantizedMatvec
+from ..graph.primitives.quantize import DequantizeAffine, QuantizedMatvec
 from .array import array, from_data, make
 from .elementwise import (
     abs as _abs, add, bitwise_and, bitwise_or, clip, divide, equal, greater, left_shift,
@@ -341,16 +341,21 @@ def quantized_matmul(x: array, w: array, /, scales: array, biases: array | None 
                      transpose: bool = True, group_size: int | None = None,
                      bits: int | None = None, mode: str = "affine", *,
                      stream: Any = None) -> array:
-    """``x @ dequantize(w).T`` (``transpose=True``) or ``x @ dequantize(w)``. Computed as
-    dequantize + matmul for now (a fused kernel is the next step)."""
+    """``x @ dequantize(w).T`` (``transpose=True``) or ``x @ dequantize(w)``: on a GPU stream
+    one of qmv.cu's fused paths where it applies (``_fused_path``), else dequantize + matmul."""
     s = dev.resolve_stream(stream)
     x, w, scales = as_array(x), as_array(w), as_array(scales)
     biases = None if biases is None else as_array(biases)
     out, gs, b = _qmm_checks("quantized_matmul", "quantized_matmul", x, w, scales, biases,
                              transpose, group_size, bits, mode)
-    if _matvec_applies(x, w, scales, biases, transpose, gs, b, mode, out, s):
+    fused = _fused_path(x, w, scales, biases, transpose, gs, b, mode, out, s)
+    if fused == "matvec":
         return make(QuantizedMatvec(b, gs), (x, w, scales, biases),
                     (*x.shape[:-1], w.shape[0]), out, s)
+    if fused == "dequantize":
+        wd = make(DequantizeAffine(b, gs), (w, scales, biases),
+                  (*w.shape[:-1], w.shape[-1] * 32 // b), out, s)
+        return matmul(x, swapaxes(wd, -1, -2, stream=s) if transpose else wd, stream=s)
     # Dequantize and multiply in float32 (as MLX's kernels accumulate), round once at the end.
     wd = _dequantize_f32(w, scales, biases, gs, b, mode, s)
     if transpose:
@@ -359,20 +364,28 @@ def quantized_matmul(x: array, w: array, /, scales: array, biases: array | None 
     return guard_operands(res, (x, w, scales, biases), *_blocked("QuantizedMatmul", mode))
 
 
-def _matvec_applies(x: array, w: array, scales: array, biases: array | None,
-                    transpose: bool, gs: int, b: int, mode: str, out: dt.Dtype, s: Any) -> bool:
-    """Whether quantized_matmul is one QuantizedMatvec node: a GPU stream, a decode-sized x
-    (at most qmv's rows) against 2-D affine weights in a bit width and dtype qmv.cu has, and
-    no gradient being traced (the composition carries the derivatives and their errors)."""
-    if not (s.is_gpu and mode == "affine" and transpose and w.ndim == 2 and x.ndim >= 1
-            and biases is not None and _engine._depth == 0):
-        return False
+def _fused_path(x: array, w: array, scales: array, biases: array | None, transpose: bool,
+                gs: int, b: int, mode: str, out: dt.Dtype, s: Any) -> str | None:
+    """Which fused GPU path quantized_matmul takes, if any (backend/cuda/qmv.cu): "matvec" for
+    a decode-sized x (at most qmv's rows) against 2-D transposed weights, "dequantize" (one
+    kernel, then a GEMM of x's dtype, as MLX's GPU kernels dequantize into x's dtype) for the
+    rest; affine weights of 2/4/8 bits with x, scales and biases of one float dtype, on a GPU
+    stream, no gradient being traced (the composition carries the derivatives and their
+    errors). None: the dequantize + float32 matmul composition."""
+    if not (s.is_gpu and mode == "affine" and biases is not None and x.ndim >= 1
+            and _engine._depth == 0):
+        return None
     if not (x.dtype is out and scales.dtype is out and biases.dtype is out):
-        return False
+        return None
     from ..backend.cuda import quantized as _qmv
 
+    if not _qmv.dequantizes(out, b):
+        return None
     rows = math.prod(x.shape[:-1])
-    return 0 < rows <= _qmv.MAX_ROWS and _qmv.supported(out, b, gs, x.shape[-1])
+    if (transpose and w.ndim == 2 and 0 < rows <= _qmv.MAX_ROWS
+            and _qmv.supported(out, b, gs, x.shape[-1])):
+        return "matvec"
+    return "dequantize"
 
 
 def _blocked(prim: str, mode: str) -> tuple[list, list]:

@@ -1,9 +1,11 @@
-"""Launcher for qmv.cu: a few rows of x times affine-quantized transposed weights, read once.
+"""Launchers for qmv.cu: quantized_matmul's fused GPU paths for affine weights.
 
 The decode step of a quantized model multiplies one token's activations by every weight
-matrix; dequantizing each matrix to a dense one first moves 8x (float32) more bytes than the
-packed 4-bit weights. Operands are GpuArrays; the op layer (core/quantize.py) decides when this
-path applies (``supported``) and keeps the dequantize + matmul composition for the rest.
+matrix; dequantizing each matrix to a dense float32 one first moves 8x more bytes than the
+packed 4-bit weights: ``qmv`` reads them once. Larger products (prefill) dequantize in one
+kernel (``dequantize``) into x's dtype and run a GEMM of that dtype. Operands are GpuArrays; the
+op layer (core/quantize.py) decides which path applies and keeps the dequantize + matmul
+composition of lazy ops for the rest.
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ _WARPS_PER_BLOCK = 8
 #: narrow to give every SM warps.
 _TWO_COLUMNS_FROM = 2048
 _plans: dict[tuple, tuple] = {}
+
+
+def dequantizes(dtype: dt.Dtype, bits: int) -> bool:
+    """Whether qmv.cu's dequantize_affine unpacks weights of ``bits`` into ``dtype``."""
+    return dtype.name in registry.QMV_DTYPES and bits in registry.QMV_BITS
 
 
 def supported(dtype: dt.Dtype, bits: int, group_size: int, k_len: int) -> bool:
@@ -75,4 +82,29 @@ def _aligned_copy(a: Any, stream: CudaStream) -> Any:
 
     out = gpu_array.empty(tuple(a.shape), a.dtype, stream)
     copy(a, out, stream)
+    return out
+
+
+def dequantize(w: Any, scales: Any, biases: Any, bits: int, group_size: int, out_dtype: dt.Dtype,
+               stream: CudaStream) -> Any:
+    """(..., K) of ``out_dtype`` = scales * unpack(w) + biases, w (..., K * bits / 32) uint32:
+    the weight the prefill-sized products multiply with a GEMM of x's dtype."""
+    k_len = w.shape[-1] * 32 // bits
+    out = gpu_array.empty((*w.shape[:-1], k_len), out_dtype, stream)
+    words = w.size
+    if words == 0:
+        return out
+    w = contiguous(w, stream)
+    scales, biases = contiguous(scales, stream), contiguous(biases, stream)
+    key = ("dequantize", out_dtype.name, bits, stream.device.index)
+    plan = _plans.get(key)
+    if plan is None:
+        mod = compiler.module_for(registry.qmv_module, (out_dtype.name,), stream.device)
+        kernel = mod[registry.dequantize_expression(out_dtype.name, bits)]
+        plan = _plans[key] = (kernel, stream.device.properties.multiprocessors * 8)
+    kernel, max_blocks = plan
+    grid = max(1, min(-(-words // 256), max_blocks))
+    kernel(grid, 256, stream, _ptr(w), _ptr(scales), _ptr(biases), _ptr(out), words, k_len,
+           group_size)
+    _record_write(out, stream)
     return out

@@ -699,11 +699,20 @@ def qmv_expression(dtype: str, bits: int, columns: int) -> str:
     return f"qmv_affine<{_ctype(dtype)}, {bits}, {columns}>"
 
 
+_DEQUANT_SIG = ("ptr",) * 4 + ("i64", "i64", "i32")
+
+
+def dequantize_expression(dtype: str, bits: int) -> str:
+    return f"dequantize_affine<{_ctype(dtype)}, {bits}>"
+
+
 @functools.lru_cache(maxsize=None)
 def qmv_module(dtype: str) -> ModuleSpec:
-    """quantized_matmul of a few rows against affine-quantized transposed weights."""
+    """quantized_matmul of a few rows against affine-quantized transposed weights, and the
+    dequantization of packed weights for the larger products."""
     kernels = tuple(KernelSpec(qmv_expression(dtype, b, c), _QMV_SIG)
                     for b in QMV_BITS for c in QMV_COLUMNS)
+    kernels += tuple(KernelSpec(dequantize_expression(dtype, b), _DEQUANT_SIG) for b in QMV_BITS)
     return ModuleSpec(f"qmv.{dtype}", "qmv", _program("qmv.cu"), kernels, (dtype,))
 
 
