@@ -157,6 +157,24 @@ def test_segmented_mm_errors_and_clamp():
         mx.segmented_mm(mx.array(a), mx.array(b[:4]), mx.array(seg))
 
 
+@pytest.mark.parametrize("shapes", [((3, 5), (5,)), ((5,), (5, 4)), ((5,), (5,)), ((2, 3, 5), (5, 4))],
+                         ids=str)
+def test_segmented_mm_needs_matrices(shapes):
+    # MLX refuses any operand that is not 2-D (1-D ones too) with the same "Batched" error.
+    _both(lambda m, a, b, s: m.segmented_mm(a, b, s), _f(*shapes[0]), _f(*shapes[1]),
+          np.array([[0, 2]], np.int32))
+
+
+@pytest.mark.parametrize("segments", [np.array(3, np.int32), np.array([0, 2, 5], np.int32),
+                                      np.array([[0.0, 1.0, 2.0]], np.float32)], ids=str)
+def test_segmented_mm_segment_checks_order(segments):
+    # A bad segments shape is reported before the operand dtype and the segments dtype.
+    a, b = _f(3, 5), _f(5, 4)
+    _both(lambda m, a, b, s: m.segmented_mm(a, b, s), a, b, segments)
+    _both(lambda m, a, b, s: m.segmented_mm(a.astype(m.int32), b.astype(m.int32), s), a, b,
+          segments)
+
+
 # ----------------------------------------------------------------------------------------------
 # hadamard_transform
 

@@ -164,24 +164,21 @@ def segmented_mm(a: array, b: array, /, segments: array, *, stream: Any = None) 
     axis); starts and ends are clamped to [0, K], and an empty segment gives zeros."""
     _check_types("segmented_mm", (a, b, segments))
     s = dev.resolve_stream(stream)
+    # MLX's order of checks: operand rank, segments shape, operand dtype, segments dtype.
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError("[segmented_mm] Batched matmul not supported")
+    if segments.ndim == 0 or segments.shape[-1] != 2:
+        raise ValueError("[segmented_mm] The segments should have shape (..., 2) but "
+                         f"{fmt_shape(segments.shape)} was provided.")
     dtype = _float_result("segmented_mm", a, b)
     if segments._dtype.kind not in "iu":
         raise ValueError("[segmented_mm] Got segments with invalid dtype. Segments must be "
                          "integral.")
-    if a.ndim > 2 or b.ndim > 2:
-        raise ValueError("[segmented_mm] Batched matmul not supported")
     a = astype(a, dtype, s)
     b = astype(b, dtype, s)
-    if a.ndim == 1:
-        a = expand_dims(a, 0, stream=s)
-    if b.ndim == 1:
-        b = expand_dims(b, 1, stream=s)
     if a.shape[-1] != b.shape[-2]:
         # MLX reads past the end of the shorter operand here; refuse instead.
         _check_inner("segmented_mm", a, b)
-    if segments.ndim == 0 or segments.shape[-1] != 2:
-        raise ValueError("[segmented_mm] segments must have a last axis of size 2 "
-                         f"(start, end), got shape {fmt_shape(segments.shape)}.")
     k = a.shape[-1]
     pos = arange(k, dtype=dt.int32, stream=s)
     lo = expand_dims(segments[..., 0], -1, stream=s)
