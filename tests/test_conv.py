@@ -373,3 +373,67 @@ def test_half_gradients_round_once_like_mlx(dtype, case):
         # bit for bit but for float32 summation order landing on a rounding boundary (rare)
         assert np.mean(o != t) <= 0.01, np.mean(o != t)
         np.testing.assert_allclose(o, t, rtol=1e-2 if dtype == "bfloat16" else 1e-3, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------
+# Where MLX 0.32.4's CPU build is wrong (found running the configurations of MLX's torch-only
+# conv tests against it): checked against numpy and the adjoint identity <c, f(w)> = <f*(c), w>
+# of a linear map instead of against MLX.
+
+
+def _weight_grad_np(x, c, wshape, stride, lo, kd, idl):
+    """float64 gradient of sum(c * conv_general(x, w)) w.r.t. w (2-D, one group, no flip)."""
+    n, h, wd, ch = x.shape
+    xd = np.zeros((n, (h - 1) * idl[0] + 1, (wd - 1) * idl[1] + 1, ch))
+    xd[:, ::idl[0], ::idl[1]] = x
+    xd = np.pad(xd, ((0, 0), (lo[0], lo[0] + 8), (lo[1], lo[1] + 8), (0, 0)))
+    oh, ow = c.shape[1:3]
+    g = np.zeros(wshape)
+    for i in range(wshape[1]):
+        for j in range(wshape[2]):
+            win = xd[:, i * kd[0]:i * kd[0] + (oh - 1) * stride[0] + 1:stride[0],
+                     j * kd[1]:j * kd[1] + (ow - 1) * stride[1] + 1:stride[1]]
+            g[:, i, j, :] = np.einsum("nyxo,nyxc->oc", c, win)
+    return g
+
+
+@pytest.mark.parametrize("wshape,stride,kd,idl", [((3, 3, 5, 2), (2, 3), (3, 2), (2, 4)),
+                                                 ((2, 3, 3, 2), (2, 3), (3, 1), (2, 3))])
+def test_weight_grad_with_input_dilation(wshape, stride, kd, idl):
+    # MLX returns a weight gradient narrower than the weight here (e.g. (3, 3, 3, 2)).
+    x = _data((2, 7, 7, 2)).astype(np.float32)
+    w = _data(wshape)
+    f = lambda w: mx.conv_general(mx.array(x), w, stride=stride, padding=1, kernel_dilation=kd,
+                                  input_dilation=idl)
+    out = f(mx.array(w))
+    c = _data(out.shape)
+    _, (gw,) = mx.vjp(f, [mx.array(w)], [mx.array(c)])
+    assert gw.shape == w.shape
+    ref = _weight_grad_np(x.astype(np.float64), c.astype(np.float64), w.shape, stride, (1, 1),
+                          kd, idl)
+    np.testing.assert_allclose(np.array(gw), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_transpose_output_padding_input_grad():
+    # MLX returns an input gradient of shape (1, 2, 2, 2) for a (1, 3, 3, 2) input here.
+    x, w = _data((1, 3, 3, 2)), _data((3, 3, 3, 2))
+    f = lambda x: mx.conv_transpose2d(x, mx.array(w), stride=2, output_padding=1)
+    out = f(mx.array(x))
+    c = _data(out.shape)
+    _, (gx,) = mx.vjp(f, [mx.array(x)], [mx.array(c)])
+    assert gx.shape == x.shape
+    # f is linear in x: its gradient is J^T c, J built column by column from basis inputs
+    basis = np.eye(x.size, dtype=np.float32).reshape((x.size, *x.shape))
+    jac = np.stack([np.array(f(mx.array(e))).ravel() for e in basis], axis=1)
+    np.testing.assert_allclose(np.array(gx).ravel(), jac.T @ c.ravel(), rtol=1e-4, atol=1e-4)
+
+
+def test_vmap_over_grouped_weight():
+    # MLX's vmap over the weight of a grouped convolution mixes the groups up.
+    x, ws = _data((2, 9, 4)), _data((3, 6, 3, 2))
+    got = mx.vmap(lambda w: mx.conv1d(mx.array(x), w, groups=2))(mx.array(ws))
+    loop = np.stack([np.array(mx.conv1d(mx.array(x), mx.array(w), groups=2)) for w in ws])
+    np.testing.assert_allclose(np.array(got), loop, rtol=1e-5, atol=1e-5)
+    ref_loop = np.stack([np.array(mlx.conv1d(mlx.array(x), mlx.array(w), groups=2)) for w in ws])
+    np.testing.assert_allclose(loop, ref_loop, rtol=2e-5, atol=2e-5)
+

@@ -420,3 +420,13 @@ def test_einsum_dtypes(dtype):
     got = mx.einsum("ij,jk->ik", ours(xa, dtype), ours(xb, dtype))
     assert got.dtype == getattr(mx, dtype)
     close(got, ref_inputs(xa, dtype) @ ref_inputs(xb, dtype), dtype, 4)
+
+
+def test_addmm_jvp_scales_tangents():
+    # MLX 0.32.4 drops alpha and beta from addmm's tangent; checked against the formula.
+    c, a, b = (rng.standard_normal(s).astype(np.float32) for s in ((4, 1), (4, 5), (5, 1)))
+    tc, ta, tb = (rng.standard_normal(s).astype(np.float32) for s in ((4, 1), (4, 5), (5, 1)))
+    _, (t,) = mx.jvp(lambda c, a, b: mx.addmm(c, a, b, 2.0, 3.0),
+                     [mx.array(v) for v in (c, a, b)], [mx.array(v) for v in (tc, ta, tb)])
+    np.testing.assert_allclose(np.array(t), 2.0 * (ta @ b + a @ tb) + 3.0 * tc, rtol=1e-5,
+                               atol=1e-5)
