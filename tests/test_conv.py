@@ -436,4 +436,3 @@ def test_vmap_over_grouped_weight():
     np.testing.assert_allclose(np.array(got), loop, rtol=1e-5, atol=1e-5)
     ref_loop = np.stack([np.array(mlx.conv1d(mlx.array(x), mlx.array(w), groups=2)) for w in ws])
     np.testing.assert_allclose(loop, ref_loop, rtol=2e-5, atol=2e-5)
-
