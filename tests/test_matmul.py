@@ -430,3 +430,36 @@ def test_addmm_jvp_scales_tangents():
                      [mx.array(v) for v in (c, a, b)], [mx.array(v) for v in (tc, ta, tb)])
     np.testing.assert_allclose(np.array(t), 2.0 * (ta @ b + a @ tb) + 3.0 * tc, rtol=1e-5,
                                atol=1e-5)
+
+
+class _Float:
+    def __float__(self) -> float:
+        return 0.5
+
+
+@pytest.mark.parametrize("alpha", [
+    lambda m: 2, lambda m: True, lambda m: np.float32(0.25), lambda m: np.array(1.5),
+    lambda m: m.array(0.5), lambda m: m.array([0.5]), lambda m: _Float(),
+    lambda m: np.array([0.5]), lambda m: None, lambda m: "1", lambda m: 1j,
+    lambda m: m.array([1.0, 2.0])])
+def test_addmm_scale_conversions_like_nanobind(alpha):
+    # nanobind's float: anything float() takes but strings and numpy arrays with dimensions,
+    # converted before addmm's own checks (so an int c still gets the TypeError)
+    c, a, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3), (2, 4), (4, 3)))
+    got = []
+    for m in (mx, mlx):
+        try:
+            out = m.addmm(m.array(c), m.array(a), m.array(b), alpha(m), beta=alpha(m))
+            got.append(np.array(out))
+        except Exception as e:  # noqa: BLE001 - the exception is the result
+            got.append((type(e), str(e)))
+        try:
+            m.addmm(m.array(c).astype(m.int32), m.array(a), m.array(b), alpha(m))
+            got.append(None)
+        except Exception as e:  # noqa: BLE001 - the exception is the result
+            got.append(type(e))
+    assert got[1] == got[3]
+    if isinstance(got[2], tuple):
+        assert got[0] == got[2]
+    else:
+        np.testing.assert_allclose(got[0], got[2], rtol=1e-5, atol=1e-5)

@@ -114,11 +114,31 @@ def matmul(a: array, b: array, /, *, stream: Any = None) -> array:
     return out if out._shape == final else reshape(out, list(final), stream=s)
 
 
+def _as_float(v: Any) -> float | None:
+    """nanobind's ``float``: anything ``float()`` takes (ints and bools, numpy scalars and 0-d
+    arrays, mx.array scalars, objects with ``__float__`` / ``__index__``) but a string or a
+    numpy array with dimensions; None for anything else."""
+    if type(v) is float:
+        return v
+    if isinstance(v, (str, bytes)) or (isinstance(v, np.ndarray) and v.ndim):
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
 def addmm(c: array, a: array, b: array, /, alpha: float = 1.0, beta: float = 1.0, *,
           stream: Any = None) -> array:
     """``alpha * (a @ b) + beta * c`` in one GEMM (cuBLAS's beta), c broadcast to the result.
     With beta == 0, c is not read (a NaN in c does not propagate), as in MLX."""
     _require("addmm", c, a, b)
+    # nanobind converts (or refuses) the arguments before the op runs
+    alpha_f, beta_f = _as_float(alpha), _as_float(beta)
+    if alpha_f is None or beta_f is None:
+        raise argument_error("addmm", dt._incompatible_arguments(_SIG["addmm"], c, a, b, alpha,
+                                                                beta))
+    alpha, beta = alpha_f, beta_f
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("[addmm] Got 0 dimension input. Inputs must have at least one "
                          "dimension.")
@@ -128,10 +148,6 @@ def addmm(c: array, a: array, b: array, /, alpha: float = 1.0, beta: float = 1.0
                          f"{c._dtype.name}, {a._dtype.name} and {b._dtype.name} were provided "
                          f"which results in {dtype.name}, which is not a real floating point "
                          "type.")
-    for v in (alpha, beta):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise dt._incompatible_arguments(_SIG["addmm"], c, a, b, alpha, beta)
-    alpha, beta = float(alpha), float(beta)
     s = dev.resolve_stream(stream)
     a, b, a1, b1, batch = _mm_shapes("addmm", a, b)
     m, n = a._shape[-2], b._shape[-1]
