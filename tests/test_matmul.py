@@ -463,3 +463,42 @@ def test_addmm_scale_conversions_like_nanobind(alpha):
         assert got[0] == got[2]
     else:
         np.testing.assert_allclose(got[0], got[2], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("axes", [
+    lambda m: np.int64(1), lambda m: m.array(1), lambda m: True, lambda m: 1.0,
+    lambda m: ([1], [0]), lambda m: [range(1, 2), range(0, 1)], lambda m: None,
+    lambda m: np.array([[1], [0]]), lambda m: m.array([[1], [0]]), lambda m: "ab",
+    lambda m: [[1], ["a"]], lambda m: [[1]], lambda m: [[1], [0], [1]], lambda m: [],
+    lambda m: (1, 0)], ids=range(15))
+def test_tensordot_axes_conversions_like_nanobind(axes):
+    # an int via __index__, or any sequence of int sequences; not two lists: a ValueError
+    a, b = data((3, 4)), data((4, 3))
+    got = []
+    for m in (mx, mlx):
+        try:
+            got.append(np.array(m.tensordot(m.array(a.astype(np.float32)),
+                                            m.array(b.astype(np.float32)), axes=axes(m))))
+        except Exception as e:  # noqa: BLE001 - the exception is the result
+            got.append((type(e), str(e).split("\n")[0]))
+    if isinstance(got[1], tuple):
+        assert got[0] == got[1]
+    else:
+        np.testing.assert_allclose(got[0], got[1], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("axis", [np.int64(0), np.array(0), True, 1.5, None, "0"], ids=str)
+def test_vecdot_axis_conversions_like_nanobind(axis):
+    # the axis is converted before vecdot's own checks (a 0-d operand still gets the TypeError)
+    got = []
+    for m in (mx, mlx):
+        for x in (m.ones((3, 2)), m.array(1.0)):
+            try:
+                got.append(np.array(m.vecdot(x, x, axis=axis)))
+            except Exception as e:  # noqa: BLE001 - the exception is the result
+                got.append((type(e), str(e).split("\n")[0]))
+    for o, r in zip(got[:2], got[2:]):
+        if isinstance(r, tuple):
+            assert o == r
+        else:
+            np.testing.assert_allclose(o, r)

@@ -17,15 +17,12 @@ sizes of typical networks, large for big 3-D kernels (see docs/conv.md).
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any, Sequence
-
-import numpy as np
 
 from .. import dtypes as dt
 from . import device as dev
 from ._base import astype
-from ._nanobind import argument_error
+from ._nanobind import argument_error, to_int, to_int_list
 from .array import array
 from .creation import zeros
 from .matmul import matmul
@@ -38,40 +35,6 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_general", "conv_transpose1d",
 
 def _fmt(v: Sequence[int]) -> str:
     return "(" + ",".join(str(int(x)) for x in v) + ")"
-
-
-def _as_int(v: Any) -> int | None:
-    """nanobind's ``int``: a Python int (a bool too) or anything with ``__index__`` (numpy
-    integers, 0-d integer arrays, integer mx.array scalars); None for anything else."""
-    if type(v) is int:
-        return v
-    if isinstance(v, (tuple, list, float, str, bytes)):  # the common non-ints, no exception
-        return None
-    try:
-        return operator.index(v)
-    except TypeError:
-        return None
-
-
-def _as_int_list(v: Any) -> list[int] | None:
-    """nanobind's ``Sequence[int]`` / ``tuple[int, ...]``: any sequence (list, tuple, range,
-    numpy or mx array) but a string, of nanobind ints; None for anything else."""
-    if not isinstance(v, (list, tuple)):
-        t = type(v)
-        if isinstance(v, (str, bytes, dict)) or not (hasattr(t, "__len__")
-                                                      and hasattr(t, "__getitem__")):
-            return None
-        try:
-            v = list(v)
-        except Exception:  # noqa: BLE001 - not a sequence after all (e.g. a 0-d array)
-            return None
-    out = []
-    for x in v:
-        i = _as_int(x)
-        if i is None:
-            return None
-        out.append(i)
-    return out
 
 
 def _as_pair(v: Any) -> tuple[Any, Any] | None:
@@ -91,7 +54,7 @@ def _require_arrays(fn: str, a: Any, b: Any) -> None:
 
 
 def _int_arg(fn: str, name: str, v: Any) -> int:
-    i = _as_int(v)
+    i = to_int(v)
     if i is None:
         raise argument_error(fn, f"{fn}(): incompatible function arguments: {name} must be an "
                                  f"int, got {type(v).__name__}")
@@ -100,10 +63,10 @@ def _int_arg(fn: str, name: str, v: Any) -> int:
 
 def _tuple_arg(fn: str, name: str, v: Any, n: int) -> list[int]:
     """``int | tuple[int, ...n]`` as conv2d/conv3d's bindings accept it."""
-    i = _as_int(v)
+    i = to_int(v)
     if i is not None:
         return [i] * n
-    seq = _as_int_list(v)
+    seq = to_int_list(v)
     if seq is not None and len(seq) == n:
         return seq
     raise argument_error(fn, f"{fn}(): incompatible function arguments: {name} must be an int "
@@ -112,10 +75,10 @@ def _tuple_arg(fn: str, name: str, v: Any, n: int) -> list[int]:
 
 def _seq_arg(fn: str, name: str, v: Any) -> list[int]:
     """``int | Sequence[int]`` as conv_general's bindings accept it."""
-    i = _as_int(v)
+    i = to_int(v)
     if i is not None:
         return [i]
-    seq = _as_int_list(v)
+    seq = to_int_list(v)
     if seq is not None:
         return seq
     raise argument_error(fn, f"{fn}(): incompatible function arguments: {name} must be an int "
@@ -283,7 +246,7 @@ def conv_general(input: array, weight: array, /, stride: int | Sequence[int] = 1
     _require_arrays(fn, input, weight)
     stride_l = _seq_arg(fn, "stride", stride)
     # nanobind's variant tries int, then Sequence[int], then a (low, high) pair of them
-    lo_l = _as_int_list(padding) if _as_int(padding) is None else [_as_int(padding)]
+    lo_l = to_int_list(padding) if to_int(padding) is None else [to_int(padding)]
     if lo_l is not None:
         hi_l = list(lo_l)
     else:
