@@ -157,6 +157,24 @@ def test_segmented_mm_errors_and_clamp():
         mx.segmented_mm(mx.array(a), mx.array(b[:4]), mx.array(seg))
 
 
+@pytest.mark.parametrize("shapes", [((3, 5), (5,)), ((5,), (5, 4)), ((5,), (5,)), ((2, 3, 5), (5, 4))],
+                         ids=str)
+def test_segmented_mm_needs_matrices(shapes):
+    # MLX refuses any operand that is not 2-D (1-D ones too) with the same "Batched" error.
+    _both(lambda m, a, b, s: m.segmented_mm(a, b, s), _f(*shapes[0]), _f(*shapes[1]),
+          np.array([[0, 2]], np.int32))
+
+
+@pytest.mark.parametrize("segments", [np.array(3, np.int32), np.array([0, 2, 5], np.int32),
+                                      np.array([[0.0, 1.0, 2.0]], np.float32)], ids=str)
+def test_segmented_mm_segment_checks_order(segments):
+    # A bad segments shape is reported before the operand dtype and the segments dtype.
+    a, b = _f(3, 5), _f(5, 4)
+    _both(lambda m, a, b, s: m.segmented_mm(a, b, s), a, b, segments)
+    _both(lambda m, a, b, s: m.segmented_mm(a.astype(m.int32), b.astype(m.int32), s), a, b,
+          segments)
+
+
 # ----------------------------------------------------------------------------------------------
 # hadamard_transform
 
@@ -182,3 +200,44 @@ def test_hadamard_rules():
         mx.hadamard_transform(mx.ones((3,)))
     with pytest.raises(ValueError, match="Unsupported type"):
         mx.hadamard_transform(mx.ones((4,), mx.float64))
+
+
+class _Index:
+    def __index__(self) -> int:
+        return 1
+
+
+# nanobind's conversions as MLX's bindings apply them (see tests/test_conv.py): int takes
+# bools and __index__ objects, float anything float() takes, bool only True / False.
+_VALUES = {"true": lambda m: True, "np_int": lambda m: np.int64(1), "np_0d": lambda m: np.array(1),
+           "mx_int": lambda m: m.array(1), "mx_float": lambda m: m.array(1.0),
+           "float": lambda m: 1.0, "index": lambda m: _Index(), "np_bool": lambda m: np.bool_(1),
+           "none": lambda m: None, "str": lambda m: "a", "zero": lambda m: 0,
+           "np_1d": lambda m: np.array([1])}
+_CALLS = {
+    "gather_mm sorted_indices": lambda m, v: m.gather_mm(
+        m.ones((3, 1, 4)), m.ones((2, 4, 5)), None, m.array([0, 0, 1]), sorted_indices=v),
+    "block_masked_mm block_size": lambda m, v: m.block_masked_mm(
+        m.ones((64, 64)), m.ones((64, 64)), v if isinstance(v, (str, type(None))) else 32 * v,
+        m.array([[True, False], [True, True]])),
+    "hadamard_transform scale": lambda m, v: m.hadamard_transform(m.ones((2, 4)), v),
+}
+
+
+@pytest.mark.parametrize("value", list(_VALUES))
+@pytest.mark.parametrize("call", list(_CALLS))
+def test_argument_conversions_like_nanobind(call, value):
+    if call == "block_masked_mm block_size" and value == "zero":
+        pytest.skip("block_size 0: MLX divides by it")
+    got = []
+    for m in (mx, mlx):
+        try:
+            got.append(np.array(_CALLS[call](m, _VALUES[value](m))))
+        except Exception as e:  # noqa: BLE001 - the exception is the result
+            got.append((type(e), str(e).split("\n")[0]))
+    ours, ref = got
+    if isinstance(ref, tuple):
+        assert ours == ref
+    else:
+        assert not isinstance(ours, tuple), ours
+        np.testing.assert_allclose(ours, ref, rtol=1e-6, atol=1e-6)

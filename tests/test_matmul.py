@@ -420,3 +420,85 @@ def test_einsum_dtypes(dtype):
     got = mx.einsum("ij,jk->ik", ours(xa, dtype), ours(xb, dtype))
     assert got.dtype == getattr(mx, dtype)
     close(got, ref_inputs(xa, dtype) @ ref_inputs(xb, dtype), dtype, 4)
+
+
+def test_addmm_jvp_scales_tangents():
+    # MLX 0.32.4 drops alpha and beta from addmm's tangent; checked against the formula.
+    c, a, b = (rng.standard_normal(s).astype(np.float32) for s in ((4, 1), (4, 5), (5, 1)))
+    tc, ta, tb = (rng.standard_normal(s).astype(np.float32) for s in ((4, 1), (4, 5), (5, 1)))
+    _, (t,) = mx.jvp(lambda c, a, b: mx.addmm(c, a, b, 2.0, 3.0),
+                     [mx.array(v) for v in (c, a, b)], [mx.array(v) for v in (tc, ta, tb)])
+    np.testing.assert_allclose(np.array(t), 2.0 * (ta @ b + a @ tb) + 3.0 * tc, rtol=1e-5,
+                               atol=1e-5)
+
+
+class _Float:
+    def __float__(self) -> float:
+        return 0.5
+
+
+@pytest.mark.parametrize("alpha", [
+    lambda m: 2, lambda m: True, lambda m: np.float32(0.25), lambda m: np.array(1.5),
+    lambda m: m.array(0.5), lambda m: m.array([0.5]), lambda m: _Float(),
+    lambda m: np.array([0.5]), lambda m: None, lambda m: "1", lambda m: 1j,
+    lambda m: m.array([1.0, 2.0])])
+def test_addmm_scale_conversions_like_nanobind(alpha):
+    # nanobind's float: anything float() takes but strings and numpy arrays with dimensions,
+    # converted before addmm's own checks (so an int c still gets the TypeError)
+    c, a, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3), (2, 4), (4, 3)))
+    got = []
+    for m in (mx, mlx):
+        try:
+            out = m.addmm(m.array(c), m.array(a), m.array(b), alpha(m), beta=alpha(m))
+            got.append(np.array(out))
+        except Exception as e:  # noqa: BLE001 - the exception is the result
+            got.append((type(e), str(e)))
+        try:
+            m.addmm(m.array(c).astype(m.int32), m.array(a), m.array(b), alpha(m))
+            got.append(None)
+        except Exception as e:  # noqa: BLE001 - the exception is the result
+            got.append(type(e))
+    assert got[1] == got[3]
+    if isinstance(got[2], tuple):
+        assert got[0] == got[2]
+    else:
+        np.testing.assert_allclose(got[0], got[2], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("axes", [
+    lambda m: np.int64(1), lambda m: m.array(1), lambda m: True, lambda m: 1.0,
+    lambda m: ([1], [0]), lambda m: [range(1, 2), range(0, 1)], lambda m: None,
+    lambda m: np.array([[1], [0]]), lambda m: m.array([[1], [0]]), lambda m: "ab",
+    lambda m: [[1], ["a"]], lambda m: [[1]], lambda m: [[1], [0], [1]], lambda m: [],
+    lambda m: (1, 0)], ids=range(15))
+def test_tensordot_axes_conversions_like_nanobind(axes):
+    # an int via __index__, or any sequence of int sequences; not two lists: a ValueError
+    a, b = data((3, 4)), data((4, 3))
+    got = []
+    for m in (mx, mlx):
+        try:
+            got.append(np.array(m.tensordot(m.array(a.astype(np.float32)),
+                                            m.array(b.astype(np.float32)), axes=axes(m))))
+        except Exception as e:  # noqa: BLE001 - the exception is the result
+            got.append((type(e), str(e).split("\n")[0]))
+    if isinstance(got[1], tuple):
+        assert got[0] == got[1]
+    else:
+        np.testing.assert_allclose(got[0], got[1], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("axis", [np.int64(0), np.array(0), True, 1.5, None, "0"], ids=str)
+def test_vecdot_axis_conversions_like_nanobind(axis):
+    # the axis is converted before vecdot's own checks (a 0-d operand still gets the TypeError)
+    got = []
+    for m in (mx, mlx):
+        for x in (m.ones((3, 2)), m.array(1.0)):
+            try:
+                got.append(np.array(m.vecdot(x, x, axis=axis)))
+            except Exception as e:  # noqa: BLE001 - the exception is the result
+                got.append((type(e), str(e).split("\n")[0]))
+    for o, r in zip(got[:2], got[2:]):
+        if isinstance(r, tuple):
+            assert o == r
+        else:
+            np.testing.assert_allclose(o, r)

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import dis
 import inspect
+import operator
 import sys
 from types import FrameType
 from typing import Any
+
+import numpy as np
 
 from .. import dtypes as dt
 
@@ -885,3 +888,56 @@ def outer_argument_error(fallback: str) -> TypeError:
 
 
 stream_argument_error = outer_argument_error
+
+
+# ------------------------------------------------------------------------------------------------
+# nanobind's conversions of scalar and sequence arguments (what MLX's bindings accept before the
+# op runs). Each returns None where nanobind refuses, for the caller to raise argument_error.
+
+
+def to_int(v: Any) -> int | None:
+    """nanobind's ``int``: a Python int (a bool too) or anything with ``__index__`` (numpy
+    integers, 0-d integer arrays, integer mx.array scalars); not a float."""
+    if type(v) is int:
+        return v
+    if isinstance(v, (tuple, list, float, str, bytes)):  # the common non-ints, no exception
+        return None
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
+
+
+def to_int_list(v: Any) -> list[int] | None:
+    """nanobind's ``Sequence[int]`` / ``tuple[int, ...]``: any sequence but a string (list,
+    tuple, range, numpy or mx array) of nanobind ints."""
+    if not isinstance(v, (list, tuple)):
+        t = type(v)
+        if isinstance(v, (str, bytes, dict)) or not (hasattr(t, "__len__")
+                                                      and hasattr(t, "__getitem__")):
+            return None
+        try:
+            v = list(v)
+        except Exception:  # noqa: BLE001 - not a sequence after all (e.g. a 0-d array)
+            return None
+    out = []
+    for x in v:
+        i = to_int(x)
+        if i is None:
+            return None
+        out.append(i)
+    return out
+
+
+def to_float(v: Any) -> float | None:
+    """nanobind's ``float``: anything ``float()`` takes (ints and bools, numpy scalars and 0-d
+    arrays, mx.array scalars, objects with ``__float__`` / ``__index__``) but a string or a
+    numpy array with dimensions."""
+    if type(v) is float:
+        return v
+    if isinstance(v, (str, bytes)) or (isinstance(v, np.ndarray) and v.ndim):
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None

@@ -19,11 +19,10 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-import numpy as np
-
 from .. import dtypes as dt
 from . import device as dev
 from ._base import astype
+from ._nanobind import argument_error, to_int, to_int_list
 from .array import array
 from .creation import zeros
 from .matmul import matmul
@@ -38,43 +37,52 @@ def _fmt(v: Sequence[int]) -> str:
     return "(" + ",".join(str(int(x)) for x in v) + ")"
 
 
-def _is_int(v: Any) -> bool:
-    """A Python or numpy integer (not a bool), as MLX's int arguments take."""
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+def _as_pair(v: Any) -> tuple[Any, Any] | None:
+    """The two items of a length-2 sequence (conv_general's (low, high) padding), else None."""
+    try:
+        items = list(v)
+    except Exception:  # noqa: BLE001 - not a sequence
+        return None
+    return (items[0], items[1]) if len(items) == 2 else None
 
 
 def _require_arrays(fn: str, a: Any, b: Any) -> None:
     for x in (a, b):
         if not isinstance(x, array):
-            raise TypeError(f"{fn}(): incompatible function arguments: expected mlx arrays, got "
-                            f"{type(x).__name__}")
+            raise argument_error(fn, f"{fn}(): incompatible function arguments: expected mlx "
+                                     f"arrays, got {type(x).__name__}")
 
 
 def _int_arg(fn: str, name: str, v: Any) -> int:
-    if not _is_int(v):
-        raise TypeError(f"{fn}(): incompatible function arguments: {name} must be an int, got "
-                        f"{type(v).__name__}")
-    return int(v)
+    i = to_int(v)
+    if i is None:
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: {name} must be an "
+                                 f"int, got {type(v).__name__}")
+    return i
 
 
 def _tuple_arg(fn: str, name: str, v: Any, n: int) -> list[int]:
     """``int | tuple[int, ...n]`` as conv2d/conv3d's bindings accept it."""
-    if _is_int(v):
-        return [int(v)] * n
-    if isinstance(v, (tuple, list)) and len(v) == n and all(_is_int(x) for x in v):
-        return [int(x) for x in v]
-    raise TypeError(f"{fn}(): incompatible function arguments: {name} must be an int or a "
-                    f"tuple of {n} ints, got {v!r}")
+    i = to_int(v)
+    if i is not None:
+        return [i] * n
+    seq = to_int_list(v)
+    if seq is not None and len(seq) == n:
+        return seq
+    raise argument_error(fn, f"{fn}(): incompatible function arguments: {name} must be an int "
+                             f"or a tuple of {n} ints, got {v!r}")
 
 
 def _seq_arg(fn: str, name: str, v: Any) -> list[int]:
     """``int | Sequence[int]`` as conv_general's bindings accept it."""
-    if _is_int(v):
-        return [int(v)]
-    if isinstance(v, (tuple, list)) and all(_is_int(x) for x in v):
-        return [int(x) for x in v]
-    raise TypeError(f"{fn}(): incompatible function arguments: {name} must be an int or a "
-                    f"sequence of ints, got {v!r}")
+    i = to_int(v)
+    if i is not None:
+        return [i]
+    seq = to_int_list(v)
+    if seq is not None:
+        return seq
+    raise argument_error(fn, f"{fn}(): incompatible function arguments: {name} must be an int "
+                             f"or a sequence of ints, got {v!r}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -237,17 +245,23 @@ def conv_general(input: array, weight: array, /, stride: int | Sequence[int] = 1
     fn = "conv_general"
     _require_arrays(fn, input, weight)
     stride_l = _seq_arg(fn, "stride", stride)
-    if (isinstance(padding, (tuple, list)) and len(padding) == 2
-            and all(isinstance(p, (tuple, list)) for p in padding)):
-        lo_l = _seq_arg(fn, "padding", padding[0])
-        hi_l = _seq_arg(fn, "padding", padding[1])
-    else:
-        lo_l = _seq_arg(fn, "padding", padding)
+    # nanobind's variant tries int, then Sequence[int], then a (low, high) pair of them
+    lo_l = to_int_list(padding) if to_int(padding) is None else [to_int(padding)]
+    if lo_l is not None:
         hi_l = list(lo_l)
+    else:
+        pair = None if isinstance(padding, (str, bytes)) else _as_pair(padding)
+        if pair is None:
+            _seq_arg(fn, "padding", padding)  # raises nanobind's TypeError
+        lo_l = _seq_arg(fn, "padding", pair[0])
+        hi_l = _seq_arg(fn, "padding", pair[1])
     kd_l = _seq_arg(fn, "kernel_dilation", kernel_dilation)
     id_l = _seq_arg(fn, "input_dilation", input_dilation)
     groups = _int_arg(fn, "groups", groups)
-    return _general(input, weight, stride_l, lo_l, hi_l, kd_l, id_l, groups, bool(flip),
+    if type(flip) is not bool:  # nanobind's bool takes True / False only
+        raise argument_error(fn, f"{fn}(): incompatible function arguments: flip must be a "
+                                 f"bool, got {type(flip).__name__}")
+    return _general(input, weight, stride_l, lo_l, hi_l, kd_l, id_l, groups, flip,
                     dev.resolve_stream(stream))
 
 
@@ -363,6 +377,9 @@ def conv_transpose3d(input: array, weight: array, /, stride: int | tuple[int, in
 def convolve(a: array, v: array, /, mode: str = "full", *, stream: Any = None) -> array:
     """numpy.convolve for 1-D float arrays (the longer one is the signal), through conv1d."""
     _require_arrays("convolve", a, v)
+    if not isinstance(mode, str):
+        raise argument_error("convolve", "convolve(): incompatible function arguments: mode "
+                                         f"must be a str, got {type(mode).__name__}")
     if a.ndim != 1 or v.ndim != 1:
         raise ValueError("[convolve] Inputs must be 1D.")
     if a.size == 0 or v.size == 0:

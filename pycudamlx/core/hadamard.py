@@ -17,6 +17,7 @@ import numpy as np
 from .. import dtypes as dt
 from . import device as dev
 from ._base import astype
+from ._nanobind import argument_error, to_float
 from .array import array
 from .elementwise import add, multiply, subtract
 from .reduce import sum as sum_
@@ -70,10 +71,11 @@ def _split(n: int) -> tuple[int, int]:
 
 def hadamard_transform(a: array, scale: float | None = None, stream: Any = None) -> array:
     """``(H_n @ x) * scale`` along the last axis (``scale`` defaults to 1/sqrt(n))."""
-    if not isinstance(a, array) or (scale is not None and (
-            isinstance(scale, bool) or not isinstance(scale, (int, float)))):
-        raise dt._incompatible_arguments(_SIG, a) if scale is None else \
-            dt._incompatible_arguments(_SIG, a, scale)
+    scale_f = None if scale is None else to_float(scale)  # nanobind's float
+    if not isinstance(a, array) or (scale is not None and scale_f is None):
+        raise argument_error("hadamard_transform", dt._incompatible_arguments(_SIG, a)
+                             if scale is None else dt._incompatible_arguments(_SIG, a, scale))
+    scale = scale_f
     if a.size == 0:
         raise ValueError("[hadamard_transform] Does not support empty arrays.")
     if a._dtype is dt.float64:

@@ -14,7 +14,7 @@ from typing import Any
 from .. import dtypes as dt
 from . import device as dev
 from ._base import astype, broadcast_shapes
-from ._nanobind import SIGNATURES
+from ._nanobind import SIGNATURES, argument_error, to_int
 from .array import array
 from .creation import arange, repeat, zeros
 from .elementwise import greater_equal, less, logical_and, multiply, where
@@ -61,6 +61,9 @@ def gather_mm(a: array, b: array, /, lhs_indices: array | None = None,
     """Matrices of ``a`` and ``b`` picked by flat batch indices, then multiplied (broadcast
     over the indices' shapes): the mixture-of-experts product. ``sorted_indices`` is a hint."""
     _check_types("gather_mm", (a, b), (lhs_indices, rhs_indices))
+    if type(sorted_indices) is not bool:  # nanobind's bool takes True / False only
+        raise argument_error("gather_mm", dt._incompatible_arguments(
+            SIGNATURES["gather_mm"], a, b, lhs_indices, rhs_indices, sorted_indices))
     s = dev.resolve_stream(stream)
     if lhs_indices is None and rhs_indices is None:
         return matmul(a, b, stream=s)
@@ -117,8 +120,11 @@ def block_masked_mm(a: array, b: array, /, block_size: int = 64, mask_out: array
     """``a @ b`` with ``block_size`` x ``block_size`` blocks of a, b and the output masked:
     bool masks keep or zero a block, numeric masks scale it (MLX's rules)."""
     _check_types("block_masked_mm", (a, b), (mask_out, mask_lhs, mask_rhs))
-    if isinstance(block_size, bool) or not isinstance(block_size, int):
-        raise dt._incompatible_arguments(SIGNATURES["block_masked_mm"], a, b, block_size)
+    bs = to_int(block_size)
+    if bs is None:
+        raise argument_error("block_masked_mm", dt._incompatible_arguments(
+            SIGNATURES["block_masked_mm"], a, b, block_size))
+    block_size = bs
     s = dev.resolve_stream(stream)
     if mask_out is None and mask_lhs is None and mask_rhs is None:
         return matmul(a, b, stream=s)
@@ -164,24 +170,21 @@ def segmented_mm(a: array, b: array, /, segments: array, *, stream: Any = None) 
     axis); starts and ends are clamped to [0, K], and an empty segment gives zeros."""
     _check_types("segmented_mm", (a, b, segments))
     s = dev.resolve_stream(stream)
+    # MLX's order of checks: operand rank, segments shape, operand dtype, segments dtype.
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError("[segmented_mm] Batched matmul not supported")
+    if segments.ndim == 0 or segments.shape[-1] != 2:
+        raise ValueError("[segmented_mm] The segments should have shape (..., 2) but "
+                         f"{fmt_shape(segments.shape)} was provided.")
     dtype = _float_result("segmented_mm", a, b)
     if segments._dtype.kind not in "iu":
         raise ValueError("[segmented_mm] Got segments with invalid dtype. Segments must be "
                          "integral.")
-    if a.ndim > 2 or b.ndim > 2:
-        raise ValueError("[segmented_mm] Batched matmul not supported")
     a = astype(a, dtype, s)
     b = astype(b, dtype, s)
-    if a.ndim == 1:
-        a = expand_dims(a, 0, stream=s)
-    if b.ndim == 1:
-        b = expand_dims(b, 1, stream=s)
     if a.shape[-1] != b.shape[-2]:
         # MLX reads past the end of the shorter operand here; refuse instead.
         _check_inner("segmented_mm", a, b)
-    if segments.ndim == 0 or segments.shape[-1] != 2:
-        raise ValueError("[segmented_mm] segments must have a last axis of size 2 "
-                         f"(start, end), got shape {fmt_shape(segments.shape)}.")
     k = a.shape[-1]
     pos = arange(k, dtype=dt.int32, stream=s)
     lo = expand_dims(segments[..., 0], -1, stream=s)

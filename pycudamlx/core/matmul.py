@@ -12,13 +12,11 @@ from __future__ import annotations
 import itertools
 from typing import Any, Sequence
 
-import numpy as np
-
 from .. import dtypes as dt
 from ..graph.primitives.matmul import Matmul
 from . import device as dev
 from ._base import AxisError, astype, broadcast_shapes
-from ._nanobind import argument_error
+from ._nanobind import argument_error, to_float, to_int, to_int_list
 from .array import array, make
 from .creation import zeros
 from .elementwise import conjugate, multiply
@@ -119,6 +117,12 @@ def addmm(c: array, a: array, b: array, /, alpha: float = 1.0, beta: float = 1.0
     """``alpha * (a @ b) + beta * c`` in one GEMM (cuBLAS's beta), c broadcast to the result.
     With beta == 0, c is not read (a NaN in c does not propagate), as in MLX."""
     _require("addmm", c, a, b)
+    # nanobind converts (or refuses) the arguments before the op runs
+    alpha_f, beta_f = to_float(alpha), to_float(beta)
+    if alpha_f is None or beta_f is None:
+        raise argument_error("addmm", dt._incompatible_arguments(_SIG["addmm"], c, a, b, alpha,
+                                                                beta))
+    alpha, beta = alpha_f, beta_f
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("[addmm] Got 0 dimension input. Inputs must have at least one "
                          "dimension.")
@@ -128,10 +132,6 @@ def addmm(c: array, a: array, b: array, /, alpha: float = 1.0, beta: float = 1.0
                          f"{c._dtype.name}, {a._dtype.name} and {b._dtype.name} were provided "
                          f"which results in {dtype.name}, which is not a real floating point "
                          "type.")
-    for v in (alpha, beta):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise dt._incompatible_arguments(_SIG["addmm"], c, a, b, alpha, beta)
-    alpha, beta = float(alpha), float(beta)
     s = dev.resolve_stream(stream)
     a, b, a1, b1, batch = _mm_shapes("addmm", a, b)
     m, n = a._shape[-2], b._shape[-1]
@@ -166,11 +166,19 @@ def outer(a: array, b: array, /, *, stream: Any = None) -> array:
                     stream=stream)
 
 
-def _axes_list(x: Any) -> list[int] | None:
-    if isinstance(x, (list, tuple)) and all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in x):
-        return [int(v) for v in x]
-    return None
+def _int_lists(v: Any) -> list[list[int]] | None:
+    """nanobind's ``list[Sequence[int]]`` (tensordot's axes): a sequence of int sequences."""
+    try:
+        items = list(v)
+    except Exception:  # noqa: BLE001 - not a sequence
+        return None
+    out = []
+    for x in items:
+        lst = None if isinstance(x, (str, bytes)) else to_int_list(x)
+        if lst is None:
+            return None
+        out.append(lst)
+    return out
 
 
 def tensordot(a: array, b: array, /, axes: int | Sequence[Sequence[int]] = 2, *,
@@ -178,8 +186,8 @@ def tensordot(a: array, b: array, /, axes: int | Sequence[Sequence[int]] = 2, *,
     """Contract the last ``axes`` axes of a with the first of b, or the listed axis pairs:
     one transpose + reshape per operand around one matmul."""
     _require("tensordot", a, b)
-    if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
-        n = int(axes)
+    n = to_int(axes)
+    if n is not None:
         if n < 0:
             raise ValueError("[tensordot] axis must be greater or equal to 0.")
         if n > a.ndim or n > b.ndim:
@@ -188,12 +196,14 @@ def tensordot(a: array, b: array, /, axes: int | Sequence[Sequence[int]] = 2, *,
         ax_a = list(range(a.ndim - n, a.ndim))
         ax_b = list(range(n))
     else:
-        pair = list(axes) if isinstance(axes, (list, tuple)) and len(axes) == 2 else None
-        la = _axes_list(pair[0]) if pair else None
-        lb = _axes_list(pair[1]) if pair else None
-        if la is None or lb is None:
+        # nanobind's list[Sequence[int]]: any sequence of int sequences
+        lists = None if isinstance(axes, (str, bytes)) else _int_lists(axes)
+        if lists is None:
             raise argument_error("tensordot", dt._incompatible_arguments(_SIG["tensordot"], a,
                                                                         b, axes), _SIG["tensordot"])
+        if len(lists) != 2:
+            raise ValueError("[tensordot] axes must be a list of two lists.")
+        la, lb = lists
         if len(la) != len(lb):
             raise ValueError("[tensordot] axes must have the same size.")
         ax_a, ax_b = [], []
@@ -229,11 +239,12 @@ def _sum_dtype(dtype: dt.Dtype) -> dt.Dtype:
 def vecdot(a: array, b: array, /, *, axis: int = -1, stream: Any = None) -> array:
     """``sum(conj(a) * b, axis)`` as a batched (1, K) @ (K, 1) product; integer dtypes too."""
     _require("vecdot", a, b)
+    axis_i = to_int(axis)
+    if axis_i is None:
+        raise argument_error("vecdot", dt._incompatible_arguments(_SIG["vecdot"], a, b))
+    axis = axis_i
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("[vecdot] inputs must be at least 1D.")
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise dt._incompatible_arguments(_SIG["vecdot"], a, b)
-    axis = int(axis)
     if not -a.ndim <= axis < a.ndim:
         raise IndexError("[vecdot] axis is out of bounds.")
     if a.ndim != b.ndim:
