@@ -21,7 +21,6 @@ from .stream import CudaStream
 #: Rows of x the kernel takes (its MAX_ROWS); more rows go through dequantize + GEMM.
 MAX_ROWS = 8
 _WARPS_PER_BLOCK = 8
-_MAX_GRID_X = (1 << 31) - 1
 #: Columns per warp: two reuse each lane's x values (scripts/tune_qmv.py on the H200: as fast
 #: or faster than one in every shape measured, 1.3-2.7x at 8 rows), unless the output is too
 #: narrow to give every SM warps.
@@ -92,8 +91,8 @@ def dequantize(w: Any, scales: Any, biases: Any, bits: int, group_size: int, out
     the weight the prefill-sized products multiply with a GEMM of x's dtype."""
     k_len = w.shape[-1] * 32 // bits
     out = gpu_array.empty((*w.shape[:-1], k_len), out_dtype, stream)
-    rows = w.size // w.shape[-1] if w.shape[-1] else 0
-    if rows == 0:
+    words = w.size
+    if words == 0:
         return out
     w = contiguous(w, stream)
     scales, biases = contiguous(scales, stream), contiguous(biases, stream)
@@ -102,9 +101,10 @@ def dequantize(w: Any, scales: Any, biases: Any, bits: int, group_size: int, out
     if plan is None:
         mod = compiler.module_for(registry.qmv_module, (out_dtype.name,), stream.device)
         kernel = mod[registry.dequantize_expression(out_dtype.name, bits)]
-        plan = _plans[key] = kernel
-    # a block per row (the kernel strides over rows past the grid's limit)
-    plan(min(rows, _MAX_GRID_X), 256, stream, _ptr(w), _ptr(scales), _ptr(biases), _ptr(out),
-         rows, k_len, group_size)
+        plan = _plans[key] = (kernel, stream.device.properties.multiprocessors * 8)
+    kernel, max_blocks = plan
+    grid = max(1, min(-(-words // 256), max_blocks))
+    kernel(grid, 256, stream, _ptr(w), _ptr(scales), _ptr(biases), _ptr(out), words, k_len,
+           group_size)
     _record_write(out, stream)
     return out

@@ -86,38 +86,33 @@ __global__ void __launch_bounds__(256) qmv_affine(const T* __restrict__ x,
   }
 }
 
-// Dequantize affine-packed rows (BITS in {2, 4, 8}) into T: a block per row, a thread per
-// 32-bit word, whose PER_WORD values share one group (group_size is a multiple of PER_WORD):
-// no 64-bit division per word. scale * q + bias rounded in float32 as two steps (no fma), as
-// the op composition on the CPU computes it, then once to T: the prefill path multiplies the
-// result in a GEMM of x's dtype.
+// Dequantize affine-packed rows (BITS in {2, 4, 8}) into T: one thread per 32-bit word, whose
+// PER_WORD values share one group (group_size is a multiple of PER_WORD). scale * q + bias
+// rounded in float32 as two steps (no fma), as the op composition on the CPU computes it, then
+// once to T: the prefill path multiplies the result in a GEMM of x's dtype.
 template <typename T, int BITS>
 __global__ void __launch_bounds__(256) dequantize_affine(const uint32_t* __restrict__ w,
                                                          const T* __restrict__ scales,
                                                          const T* __restrict__ biases,
-                                                         T* __restrict__ out, int64_t rows,
+                                                         T* __restrict__ out, int64_t words,
                                                          int64_t k_len, int32_t group_size) {
   constexpr int PER_WORD = 32 / BITS;
   constexpr unsigned int MASK = (1u << BITS) - 1u;
-  const int words_per_row = (int)(k_len / PER_WORD);
-  const int groups = (int)(k_len / group_size);
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const uint32_t* wr = w + row * words_per_row;
-    const T* sr = scales + row * groups;
-    const T* br = biases + row * groups;
-    T* o = out + row * k_len;
-    for (int j = threadIdx.x; j < words_per_row; j += blockDim.x) {
-      const int k0 = j * PER_WORD;
-      const int g = k0 / group_size;
-      const float s = cast<float>(sr[g]), b = cast<float>(br[g]);
-      const unsigned int word = wr[j];
-      Pack<T, PER_WORD> p;
+  const int64_t words_per_row = k_len / PER_WORD;
+  const int64_t groups = k_len / group_size;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < words;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t row = i / words_per_row;
+    const int64_t k0 = (i - row * words_per_row) * PER_WORD;
+    const int64_t g = row * groups + k0 / group_size;
+    const float s = cast<float>(scales[g]), b = cast<float>(biases[g]);
+    const unsigned int word = w[i];
+    Pack<T, PER_WORD> p;
 #pragma unroll
-      for (int i = 0; i < PER_WORD; ++i) {
-        const float q = (float)((word >> (BITS * i)) & MASK);
-        p.v[i] = cast<T>(__fadd_rn(__fmul_rn(s, q), b));
-      }
-      *reinterpret_cast<Pack<T, PER_WORD>*>(o + k0) = p;
+    for (int j = 0; j < PER_WORD; ++j) {
+      const float q = (float)((word >> (BITS * j)) & MASK);
+      p.v[j] = cast<T>(__fadd_rn(__fmul_rn(s, q), b));
     }
+    *reinterpret_cast<Pack<T, PER_WORD>*>(out + row * k_len + k0) = p;
   }
 }
