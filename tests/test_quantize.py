@@ -545,3 +545,114 @@ def _qqmm_error(lib, case):
 def test_qqmm_errors_match_mlx(case):
     ref = _qqmm_error(M, case)
     assert ref is not None and _qqmm_error(mx, case) == ref
+
+
+# ------------------------------------------------------------------------------------------------
+# Scale/bias dtypes (found by MLX's own test_quantized.py::test_mode_error_cases)
+
+_SB_DTYPES = ("int32", "bool_", "float16", "bfloat16", "float32")
+
+
+def _sb_case(lib, what: str, sd: str, bd: str, out: str | None = None):
+    """dequantize / quantized_matmul / gather_qmm with scales and biases cast to sd / bd:
+    (dtype name, float32 values) or the ValueError's message."""
+    w = lib.array(np.linspace(-1, 1, 16 * 64, dtype=np.float32).reshape(16, 64))
+    q, s, b = lib.quantize(w, group_size=32, bits=4)
+    s, b = s.astype(getattr(lib, sd)), b.astype(getattr(lib, bd))
+    x = lib.array(np.linspace(-2, 2, 2 * 64, dtype=np.float32).reshape(2, 64))
+    calls = {
+        "dequantize": lambda: lib.dequantize(
+            q, s, b, group_size=32, bits=4, dtype=None if out is None else getattr(lib, out)),
+        "qmm": lambda: lib.quantized_matmul(x.astype(lib.float16), q, s, b, group_size=32,
+                                            bits=4),
+        "gather": lambda: lib.gather_qmm(x, q, s, b, rhs_indices=lib.array([0]),
+                                         group_size=32, bits=4),
+        # the dtype check comes before the shape checks
+        "dequantize_bad_shape": lambda: lib.dequantize(q, s[:, :1], b[:, :1], group_size=32,
+                                                       bits=4),
+    }
+    try:
+        r = calls[what]()
+        return str(r.dtype).split(".")[-1], np.array(r.astype(lib.float32))
+    except ValueError as e:
+        return str(e)
+
+
+@pytest.mark.parametrize("what", ["dequantize", "qmm", "gather", "dequantize_bad_shape"])
+@pytest.mark.parametrize("sd", _SB_DTYPES)
+@pytest.mark.parametrize("bd", _SB_DTYPES)
+def test_scale_bias_dtypes_match_mlx(what, sd, bd):
+    """Scales and biases must promote to a floating type (MLX's ValueError otherwise); the
+    result is that type (promoted with x for the matmuls); dequantize multiplies in the
+    scales' dtype, then adds the biases in the promoted one, bit for bit as MLX."""
+    ours, theirs = _sb_case(mx, what, sd, bd), _sb_case(M, what, sd, bd)
+    if isinstance(theirs, str):
+        assert ours == theirs
+        return
+    assert ours[0] == theirs[0]
+    if "float" not in sd or "float" not in bd:
+        return  # values of integer/bool scales: MLX's own are odd (bool biases read raw)
+    exact = what == "dequantize"
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=0 if exact else 2e-3,
+                               atol=0 if exact else 2e-2)
+
+
+@pytest.mark.parametrize("sd,bd,out", [("float16", "float16", "float32"),
+                                       ("float32", "float32", "float16"),
+                                       ("float16", "float32", "bfloat16"),
+                                       ("int32", "int32", "float32")])
+def test_dequantize_dtype_argument_rounds_like_mlx(sd, bd, out):
+    """``dtype=`` casts the result computed in the scales/biases types (MLX: float16 scales
+    with dtype=float32 still multiply in float16)."""
+    ours, theirs = _sb_case(mx, "dequantize", sd, bd, out), _sb_case(M, "dequantize", sd, bd,
+                                                                     out)
+    if isinstance(theirs, str):
+        assert ours == theirs
+        return
+    assert ours[0] == theirs[0]
+    np.testing.assert_array_equal(ours[1], theirs[1])
+
+
+def _gather_error(lib, case: str):
+    w = lib.array(np.linspace(-1, 1, 2 * 32 * 64, dtype=np.float32).reshape(2, 32, 64))
+    q, s, b = lib.quantize(w, group_size=32, bits=4)
+    idx = lib.array([1, 0])
+    x = lib.ones((2, 1, 64))
+    cases = {
+        "w_int": lambda: lib.gather_qmm(x, q.astype(lib.int32), s, b, rhs_indices=idx),
+        "no_bias": lambda: lib.gather_qmm(x, q, s, None, rhs_indices=idx),
+        "width": lambda: lib.gather_qmm(lib.ones((2, 1, 60)), q, s, b, rhs_indices=idx,
+                                        group_size=32),
+        "gs": lambda: lib.gather_qmm(x, q, s, b, rhs_indices=idx, group_size=64),
+        "x_1d": lambda: lib.gather_qmm(lib.ones((64,)), q, s, b, rhs_indices=idx,
+                                       group_size=32),
+        "x_1d_int_scales": lambda: lib.gather_qmm(lib.ones((64,)), q, s.astype(lib.int32),
+                                                  b.astype(lib.int32), rhs_indices=idx,
+                                                  group_size=32),
+        "mode_no_indices": lambda: lib.gather_qmm(x, q, s, b, mode="xyz"),
+        "width_no_indices": lambda: lib.gather_qmm(lib.ones((2, 1, 60)), q, s, b,
+                                                   group_size=32),
+    }
+    try:
+        lib.eval(cases[case]())
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.parametrize("case", ["w_int", "no_bias", "width", "gs", "x_1d", "x_1d_int_scales",
+                                  "mode_no_indices", "width_no_indices"])
+def test_gather_qmm_errors_name_gather_qmm_with_indices(case):
+    """With indices MLX's messages say [gather_qmm]; without any, gather_qmm is
+    quantized_matmul (its messages)."""
+    ref = _gather_error(M, case)
+    assert ref is not None and _gather_error(mx, case) == ref
+
+
+def test_gather_qmm_without_indices_takes_1d_x():
+    w = np.linspace(-1, 1, 32 * 64, dtype=np.float32).reshape(32, 64)
+    x = np.linspace(-2, 2, 64, dtype=np.float32)
+    ours = mx.gather_qmm(_mine(x), *mx.quantize(_mine(w), group_size=32), group_size=32)
+    ref = M.gather_qmm(_theirs(x), *M.quantize(_theirs(w), group_size=32), group_size=32)
+    assert ours.shape == tuple(ref.shape) == (32,)
+    np.testing.assert_allclose(_np(ours), _np(ref), rtol=1e-5, atol=1e-5)

@@ -240,6 +240,12 @@ def _check_affine(fn: str, w: array, scales: array, biases: array | None, gs: in
     the quantized matmuls')."""
     if biases is None and need_biases:
         raise ValueError(f"[{fn}] Biases must be provided for affine quantization.")
+    if biases is not None:
+        # MLX checks the type the scales and biases promote to before any shape
+        if dt.promote_types(scales.dtype, biases.dtype).kind != "f":
+            raise ValueError(f"[{fn}] Only real floating types are supported but scales.dtype() "
+                             f"== {scales.dtype.name} and biases.dtype() == "
+                             f"{biases.dtype.name}.")
     if fn == "dequantize":
         if w.dtype is not dt.uint32:
             raise ValueError("[dequantize] The matrix should be given as a uint32")
@@ -273,13 +279,20 @@ def _check_affine(fn: str, w: array, scales: array, biases: array | None, gs: in
 
 
 def _dequantize(w: array, scales: array, biases: array, gs: int, b: int, out: dt.Dtype,
-                s: Any) -> array:
+                s: Any, product_dtype: dt.Dtype | None = None) -> array:
+    """``q * scale + bias`` in ``out``; the product rounded to ``product_dtype`` first when
+    given (MLX's dequantize multiplies in the scales' dtype, then adds the biases in the
+    promoted one)."""
     vals = _unpack(w, b, s)
     lead, k = vals.shape[:-1], vals.shape[-1]
-    grouped = reshape(astype(vals, out, s), (*lead, k // gs, gs), stream=s)
-    sc = expand_dims(astype(scales, out, s), -1, stream=s)
+    pd = product_dtype or out
+    grouped = reshape(astype(vals, pd, s), (*lead, k // gs, gs), stream=s)
+    sc = expand_dims(astype(scales, pd, s), -1, stream=s)
+    prod = multiply(grouped, sc, stream=s)
+    if pd is not out:
+        prod = astype(prod, out, s)
     bi = expand_dims(astype(biases, out, s), -1, stream=s)
-    return reshape(add(multiply(grouped, sc, stream=s), bi, stream=s), (*lead, k), stream=s)
+    return reshape(add(prod, bi, stream=s), (*lead, k), stream=s)
 
 
 def _check_out_dtype(dtype: dt.Dtype | None) -> None:
@@ -293,7 +306,7 @@ def dequantize(w: array, /, scales: array, biases: array | None = None,
                global_scale: array | None = None, dtype: dt.Dtype | None = None, *,
                stream: Any = None) -> array:
     """Undo ``quantize``: ``w_i = scale * q_i + bias`` per group, in ``dtype`` (default: the
-    scales' dtype)."""
+    type the scales and biases promote to)."""
     if not isinstance(mode, str) or mode not in _MODES:
         raise ValueError(f"[dequantize] Invalid quantization mode '{mode}'.")
     s = dev.resolve_stream(stream)
@@ -308,8 +321,12 @@ def dequantize(w: array, /, scales: array, biases: array | None = None,
     gs, b = _defaults("dequantize", group_size, bits, mode)
     _check_out_dtype(dtype)
     _check_affine("dequantize", w, scales, biases, gs, b)
-    out = dtype if dtype is not None else scales.dtype
-    return _dequantize(w, scales, biases, gs, b, out, s)
+    # MLX: scale * q in the scales' dtype, + bias in the promoted dtype, then cast to dtype
+    promoted = dt.promote_types(scales.dtype, biases.dtype)
+    res = _dequantize(w, scales, biases, gs, b, promoted, s, scales.dtype)
+    if dtype is not None and dtype is not promoted:
+        res = astype(res, dtype, s)
+    return res
 
 
 def _qmm_prepare(fn: str, x: array, w: array, scales: array, biases: array | None,
@@ -329,7 +346,10 @@ def _qmm_prepare(fn: str, x: array, w: array, scales: array, biases: array | Non
                          f"quantized matrix {expanded} computed from shape "
                          f"{fmt_shape(w.shape)} with group_size={gs}, bits={b} and "
                          f"transpose={tname}")
+    # MLX: x promoted with the (floating, checked above) scale/bias type
     out = dt.promote_types(x.dtype, scales.dtype)
+    if biases is not None:
+        out = dt.promote_types(out, biases.dtype)
     if out.kind != "f":
         out = dt.float32
     return out, k, n
@@ -416,19 +436,21 @@ def gather_qmm(x: array, w: array, /, scales: array, biases: array | None = None
     """Quantized ``gather_mm``: gathers matrices of ``x`` and ``w`` by flat batch index, then
     multiplies (dequantize of the gathered weights + batched matmul)."""
     s = dev.resolve_stream(stream)
+    if lhs_indices is None and rhs_indices is None:
+        # MLX hands this case to quantized_matmul whole (its checks and names, 1-D x too)
+        return quantized_matmul(x, w, scales, biases, transpose, group_size, bits, mode,
+                                stream=s)
     x, w, scales = as_array(x), as_array(w), as_array(scales)
     biases = None if biases is None else as_array(biases)
-    # MLX checks gather_qmm's matrices with quantized_matmul's checks (and names).
-    out, gs, b = _qmm_checks("gather_qmm", "quantized_matmul", x, w, scales, biases, transpose,
+    out, gs, b = _qmm_checks("gather_qmm", "gather_qmm", x, w, scales, biases, transpose,
                              group_size, bits, mode)
     if x.ndim < 2:
-        raise ValueError("[gather_qmm] x must have at least 2 dimensions.")
+        raise ValueError("[gather_qmm] Input must have at least two dimensions but got input "
+                         f"with shape {fmt_shape(x.shape)}.")
     for name, idx in (("lhs", lhs_indices), ("rhs", rhs_indices)):
         if idx is not None and as_array(idx).dtype.kind not in "iu":
             raise ValueError(f"[gather_qmm] Got {name}_indices with invalid dtype. Indices must "
                              "be integral.")
-    if lhs_indices is None and rhs_indices is None:
-        return quantized_matmul(x, w, scales, biases, transpose, gs, b, mode, stream=s)
     xb, wb = x.shape[:-2], w.shape[:-2]
     li = _indices(lhs_indices, xb, s)
     ri = _indices(rhs_indices, wb, s)
