@@ -94,6 +94,25 @@ def test_gather_qmm_gpu():
     assert np.abs(_host(out) - r).max() <= 2e-3 * np.abs(r).max()
 
 
+def test_gather_qmm_nvfp4_global_scale_gpu():
+    """Per-expert nvfp4 global scales in gather_qmm: the GPU stream equals the CPU stream's
+    (test_quantize.py checks that one against MLX's per-expert dequantize)."""
+    w = RNG.standard_normal((3, 64, 128)).astype(np.float32) * np.array([1, 4, 0.25])[:, None,
+                                                                                       None]
+    g = mx.array(np.abs(w).reshape(3, -1).max(1).astype(np.float32))
+    q, sc = mx.quantize(mx.array(w), mode="nvfp4", stream=mx.cpu)
+    x = mx.array(RNG.standard_normal((2, 5, 128)).astype(np.float32))
+    kw = dict(lhs_indices=mx.array(np.array([0, 1, 1], np.uint32)),
+              rhs_indices=mx.array(np.array([2, 0, 1], np.uint32)), mode="nvfp4",
+              global_scale=g)
+    ref = _host(mx.gather_qmm(x, q, sc, stream=mx.cpu, **kw))
+    out = mx.gather_qmm(x, q, sc, stream=mx.gpu, **kw)
+    _on_gpu(out)
+    assert out.shape == ref.shape == (3, 5, 64)
+    # TF32 may be on for the float32 GEMM; the bound covers it
+    assert np.abs(_host(out) - ref).max() <= 2e-3 * np.abs(ref).max()
+
+
 @pytest.mark.parametrize("mode", ("mxfp4", "mxfp8", "nvfp4"))
 @pytest.mark.parametrize("dtype", ("float32", "float16", "bfloat16"))
 def test_microscaling_modes_gpu_equals_cpu(mode, dtype, monkeypatch):

@@ -656,3 +656,60 @@ def test_gather_qmm_without_indices_takes_1d_x():
     ref = M.gather_qmm(_theirs(x), *M.quantize(_theirs(w), group_size=32), group_size=32)
     assert ours.shape == tuple(ref.shape) == (32,)
     np.testing.assert_allclose(_np(ours), _np(ref), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("transpose", [True, False])
+@pytest.mark.parametrize("per_expert", [True, False])
+def test_gather_qmm_nvfp4_global_scale_per_expert(transpose, per_expert):
+    """gather_qmm(global_scale=) (MLX: GPU only; ours on both devices): each gathered matrix
+    dequantized with its own expert's scale; compared with MLX's own per-expert dequantize."""
+    E, N, K = 3, 32, 64
+    w = (RNG.standard_normal((E, N, K) if transpose else (E, K, N))
+         * np.array([1.0, 4.0, 0.25])[:, None, None]).astype(np.float32)
+    x = RNG.standard_normal((2, 3, K)).astype(np.float32)
+    amax = np.abs(w).reshape(E, -1).max(1).astype(np.float32)
+    g = amax if per_expert else np.full(E, amax.max(), np.float32)
+    rhs = np.array([[2, 0], [1, 2]], np.uint32)
+    lhs = np.array([[0, 1], [1, 0]], np.uint32)
+    parts = [M.quantize(M.array(w[e]), mode="nvfp4", global_scale=M.array(g[e]))
+             for e in range(E)]
+    wq = np.stack([np.array(q) for q, _ in parts])
+    sc = np.stack([np.array(sv) for _, sv in parts])
+    ref_w = [np.array(M.dequantize(q, sv, mode="nvfp4", global_scale=M.array(g[e]),
+                                   dtype=M.float32)) for e, (q, sv) in enumerate(parts)]
+    expected = np.stack([np.stack([x[lhs[i, j]] @ (ref_w[rhs[i, j]].T if transpose
+                                                   else ref_w[rhs[i, j]])
+                                   for j in range(2)]) for i in range(2)])
+    gs = mx.array(g) if per_expert else mx.array(g[:1])
+    out = mx.gather_qmm(mx.array(x), mx.array(wq), mx.array(sc), lhs_indices=mx.array(lhs),
+                        rhs_indices=mx.array(rhs), transpose=transpose, mode="nvfp4",
+                        global_scale=gs)
+    assert out.shape == expected.shape and out.dtype == mx.float32
+    np.testing.assert_allclose(np.array(out), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("case", ["no_indices", "affine", "mxfp4"])
+def test_gather_qmm_global_scale_errors_match_mlx(case):
+    def run(lib):
+        w = lib.array(np.linspace(-1, 1, 2 * 32 * 64, dtype=np.float32).reshape(2, 32, 64))
+        g = lib.array(np.array([1.0, 2.0], np.float32))
+        mode = {"no_indices": "nvfp4"}.get(case, case)
+        q = lib.quantize(w, mode=mode)
+        idx = None if case == "no_indices" else lib.array([1, 0])
+        try:
+            lib.eval(lib.gather_qmm(lib.ones((2, 1, 64)), *q, rhs_indices=idx, mode=mode,
+                                    global_scale=g))
+        except ValueError as e:
+            return str(e)
+    ref = run(M)
+    assert ref is not None and run(mx) == ref
+
+
+def test_gather_qmm_global_scale_shape_and_dtype_checked():
+    w = mx.array(np.linspace(-1, 1, 3 * 32 * 64, dtype=np.float32).reshape(3, 32, 64))
+    q, sc = mx.quantize(w, mode="nvfp4")
+    for g, msg in ((mx.ones((2,)), "one value per matrix"),
+                   (mx.ones((3,), dtype=mx.float16), "dtype float32")):
+        with pytest.raises(ValueError, match=msg):
+            mx.gather_qmm(mx.ones((1, 64)), q, sc, rhs_indices=mx.array([0]), mode="nvfp4",
+                          global_scale=g)

@@ -414,10 +414,25 @@ def _qmm_checks(fn: str, check_fn: str, x: array, w: array, scales: array,
 
 
 def _dequantize_f32(w: array, scales: array, biases: array | None, gs: int, b: int, mode: str,
-                    s: Any) -> array:
+                    s: Any, global_scale: array | None = None) -> array:
     if mode == "affine":
         return _dequantize(w, scales, biases, gs, b, dt.float32, s)
-    return _fp.fp_dequantize(w, scales, mode, None, dt.float32, s)
+    return _fp.fp_dequantize(w, scales, mode, global_scale, dt.float32, s)
+
+
+def _gather_global_scale(global_scale: Any, mode: str, experts: int) -> array:
+    """gather_qmm's nvfp4 global scale: float32, one for all experts or one per expert."""
+    if mode != "nvfp4":
+        raise ValueError("[gather_qmm] Global scale is only supported for 'nvfp4' "
+                         "quantization mode.")
+    g = as_array(global_scale)
+    if g.dtype is not dt.float32:
+        raise ValueError("[gather_qmm] Global scale must have dtype float32 but got "
+                         f"{g.dtype.name}.")
+    if g.size not in (1, experts):
+        raise ValueError("[gather_qmm] Global scale must be a scalar or have one value per "
+                         f"matrix of w ({experts}) but got shape {fmt_shape(g.shape)}.")
+    return g
 
 
 def _indices(idx: array | None, batch: tuple[int, ...], s: Any) -> array:
@@ -437,6 +452,8 @@ def gather_qmm(x: array, w: array, /, scales: array, biases: array | None = None
     multiplies (dequantize of the gathered weights + batched matmul)."""
     s = dev.resolve_stream(stream)
     if lhs_indices is None and rhs_indices is None:
+        if global_scale is not None:
+            raise ValueError("[gather_qmm] Global scale is not supported without indices.")
         # MLX hands this case to quantized_matmul whole (its checks and names, 1-D x too)
         return quantized_matmul(x, w, scales, biases, transpose, group_size, bits, mode,
                                 stream=s)
@@ -452,6 +469,8 @@ def gather_qmm(x: array, w: array, /, scales: array, biases: array | None = None
             raise ValueError(f"[gather_qmm] Got {name}_indices with invalid dtype. Indices must "
                              "be integral.")
     xb, wb = x.shape[:-2], w.shape[:-2]
+    if global_scale is not None:
+        global_scale = _gather_global_scale(global_scale, mode, math.prod(wb))
     li = _indices(lhs_indices, xb, s)
     ri = _indices(rhs_indices, wb, s)
     from ._base import broadcast_shapes
@@ -463,7 +482,12 @@ def gather_qmm(x: array, w: array, /, scales: array, biases: array | None = None
     ss = take(reshape(scales, (-1, *scales.shape[-2:]), stream=s), ri, axis=0, stream=s)
     bs = None if biases is None else take(reshape(biases, (-1, *biases.shape[-2:]), stream=s),
                                           ri, axis=0, stream=s)
-    wd = _dequantize_f32(ws, ss, bs, gs, b, mode, s)
+    gsel = None
+    if global_scale is not None:  # each gathered matrix with its own expert's scale
+        gsel = reshape(global_scale, (), stream=s) if global_scale.size == 1 else reshape(
+            take(reshape(global_scale, (-1,), stream=s), ri, axis=0, stream=s), (-1, 1, 1),
+            stream=s)
+    wd = _dequantize_f32(ws, ss, bs, gs, b, mode, s, gsel)
     if transpose:
         wd = swapaxes(wd, -1, -2, stream=s)
     res = astype(matmul(astype(xs, dt.float32, s), wd, stream=s), out, s)
