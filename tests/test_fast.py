@@ -525,6 +525,29 @@ def test_cuda_kernel_source_compiles(nvrtc_lib):
             assert name in result.lowered
 
 
+def test_cuda_kernel_mlx_cuda_helpers_compile(nvrtc_lib):
+    """Sources written for MLX's CUDA build use its helpers: ``elem_to_loc``, ``WARP_SIZE``,
+    ``Shape``/``Strides`` with ``.data()`` and ``.size()`` (cuda::std::array there); MLX's own
+    test_custom_kernel_strides source did not compile before (NVRTC, no GPU needed)."""
+    from pycudamlx.backend.cuda import custom, nvrtc
+    from pycudamlx.core.custom_kernel import build_source
+
+    source = """
+        auto i = cooperative_groups::this_grid().thread_rank();
+        auto at = elem_to_loc(i, x_shape.data(), x_strides.data(), x_ndim);
+        out[i] = x[at] * WARP_SIZE + x_shape.size() + x_strides[0] + x_shape[1];
+    """
+    k = pm.fast.cuda_kernel(name="helpers", input_names=["x"], output_names=["out"],
+                            source=source, ensure_row_contiguous=False)
+    assert k.shape_infos == [(True, True, True)]
+    name, text, _ = build_source("helpers", "", source, ["x"], [(3, pm.float32)], ["out"],
+                                 [pm.float32], [], k.shape_infos, custom.has_cuda_headers(),
+                                 False)
+    result = nvrtc.get_nvrtc().compile(name, text, [name],
+                                       custom.options() + ["-arch=compute_75"], False)
+    assert name in result.lowered
+
+
 def test_sdpa_zero_kv_heads_is_an_error():
     """MLX 0.32.4 dies of SIGFPE (n_heads % 0); we raise its own error for a bad head count."""
     for hq in (0, 2):
