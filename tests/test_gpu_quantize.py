@@ -148,3 +148,25 @@ def test_microscaling_modes_gpu_equals_cpu(mode, dtype, monkeypatch):
         _on_gpu(y)
         err = np.abs(_host(y).astype(np.float64) - yr)
         assert (err <= rel * magnitude + 1e-6).all(), (tf32, float((err / magnitude).max()))
+
+
+@pytest.mark.parametrize("mode", ("nvfp4", "mxfp8"))
+def test_gather_qqmm_gpu_equals_cpu(mode):
+    """gather_qqmm (x quantized on the fly, gathered quantized w) on the GPU stream equals the
+    CPU stream's (test_quantize.py checks that one against MLX's dequantize + gather_mm)."""
+    x = mx.array(RNG.standard_normal((3, 7, 128)).astype(np.float32))
+    w = RNG.standard_normal((4, 64, 128)).astype(np.float32)
+    kw = {}
+    if mode == "nvfp4":
+        kw = dict(global_scale_x=mx.array(np.float32(np.abs(np.array(x)).max())),
+                  global_scale_w=mx.array(np.float32(np.abs(w).max())))
+    q, sc = mx.quantize(mx.array(w), mode=mode, global_scale=kw.get("global_scale_w"),
+                        stream=mx.cpu)
+    idx = dict(lhs_indices=mx.array(np.array([2, 0, 1], np.uint32)),
+               rhs_indices=mx.array(np.array([3, 3, 0], np.uint32)))
+    ref = _host(mx.gather_qqmm(x, q, sc, mode=mode, stream=mx.cpu, **idx, **kw))
+    out = mx.gather_qqmm(x, q, sc, mode=mode, stream=mx.gpu, **idx, **kw)
+    _on_gpu(out)
+    assert out.shape == ref.shape == (3, 7, 64)
+    # TF32 may be on for the float32 GEMM; the bound covers it
+    assert np.abs(_host(out) - ref).max() <= 2e-3 * np.abs(ref).max()

@@ -713,3 +713,83 @@ def test_gather_qmm_global_scale_shape_and_dtype_checked():
         with pytest.raises(ValueError, match=msg):
             mx.gather_qmm(mx.ones((1, 64)), q, sc, rhs_indices=mx.array([0]), mode="nvfp4",
                           global_scale=g)
+
+
+# ------------------------------------------------------------------------------------------------
+# gather_qqmm (MLX 0.32.4: GPU only, "[GatherQQMM] NYI" on its CPU build)
+
+_GQQ_BATCHES = [((1,), (0,), (3,), (2, 1)), ((1,), None, (3,), (2, 1)), ((2,), None, (3,), (2, 1)),
+                ((3,), (0, 2), (1,), (0,)), ((5,), (0, 2), (3,), (2, 1))]
+
+
+@pytest.mark.parametrize("batch", range(len(_GQQ_BATCHES)))
+@pytest.mark.parametrize("mode", ["nvfp4", "mxfp8"])
+@pytest.mark.parametrize("m_rows", [1, 5])
+def test_gather_qqmm_equals_gather_mm_of_mlx_dequantized(batch, mode, m_rows):
+    """gather_qqmm == gather_mm(x quantized and dequantized, dequantized w transposed) with
+    MLX's own quantize/dequantize/gather_mm as the oracle (nvfp4 with global scales)."""
+    batch_a, lhs, batch_b, rhs = _GQQ_BATCHES[batch]
+    K, N = 64, 48
+    x = RNG.standard_normal((*batch_a, m_rows, K)).astype(np.float32)
+    w = RNG.standard_normal((*batch_b, N, K)).astype(np.float32)
+    gx = np.float32(np.abs(x).max()) if mode == "nvfp4" else None
+    gw = np.float32(np.abs(w).max()) if mode == "nvfp4" else None
+    tg = (lambda lib, g: None if g is None else lib.array(g))  # noqa: E731
+    x_hat = M.dequantize(*M.quantize(M.array(x), mode=mode, global_scale=tg(M, gx)), mode=mode,
+                         dtype=M.float32, global_scale=tg(M, gx))
+    wq, sc = M.quantize(M.array(w), mode=mode, global_scale=tg(M, gw))
+    w_hat = M.dequantize(wq, sc, mode=mode, dtype=M.float32, global_scale=tg(M, gw))
+    li = None if lhs is None else np.array(lhs, np.uint32)
+    ri = np.array(rhs, np.uint32)
+    expected = np.array(M.gather_mm(x_hat, M.swapaxes(w_hat, -1, -2),
+                                    None if li is None else M.array(li), M.array(ri)))
+    out = mx.gather_qqmm(mx.array(x), mx.array(np.array(wq)), mx.array(np.array(sc)),
+                         None if li is None else mx.array(li), mx.array(ri), mode=mode,
+                         global_scale_x=tg(mx, gx), global_scale_w=tg(mx, gw))
+    assert out.shape == expected.shape and out.dtype == mx.float32
+    np.testing.assert_allclose(np.array(out), expected, rtol=1e-4, atol=1e-4)
+    # w given unquantized: quantized on the fly (with its global scale) to the same result
+    again = mx.gather_qqmm(mx.array(x), mx.array(w), None, None if li is None else mx.array(li),
+                           mx.array(ri), mode=mode, global_scale_x=tg(mx, gx),
+                           global_scale_w=tg(mx, gw))
+    np.testing.assert_array_equal(np.array(again), np.array(out))
+
+
+def _gqq_error(lib, case):
+    x = lib.ones((2, 1, 64))
+    w = lib.array(np.linspace(-1, 1, 3 * 32 * 64, dtype=np.float32).reshape(3, 32, 64))
+    q, sc = lib.quantize(w, mode="nvfp4")
+    li, ri = lib.array([0, 1]), lib.array([2, 0])
+    cases = {
+        "mode": lambda: lib.gather_qqmm(x, q, sc, li, ri, mode="xyz"),
+        "affine": lambda: lib.gather_qqmm(x, q, sc, li, ri, mode="affine"),
+        "width": lambda: lib.gather_qqmm(x[..., :32], q, sc, li, ri),
+        "x_1d": lambda: lib.gather_qqmm(x[0, 0], q, sc, li, ri),
+        "float_indices": lambda: lib.gather_qqmm(x, q, sc, li.astype(lib.float32), ri),
+        "batches": lambda: lib.gather_qqmm(x, q, sc),
+    }
+    try:
+        cases[case]()  # MLX's checks run when the graph is built
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.parametrize("case", ["mode", "affine", "width", "x_1d", "float_indices", "batches"])
+def test_gather_qqmm_errors_match_mlx(case):
+    ref = _gqq_error(M, case)
+    assert ref is not None and _gqq_error(mx, case) == ref
+
+
+def test_gather_qqmm_errors_where_mlx_crashes_or_defers():
+    x = mx.ones((2, 1, 64))
+    q, sc = mx.quantize(mx.ones((3, 32, 64)), mode="nvfp4")
+    idx = dict(lhs_indices=mx.array([0, 1]), rhs_indices=mx.array([2, 0]))
+    with pytest.raises(ValueError, match="Scales must be provided"):  # MLX: segfault
+        mx.gather_qqmm(x, q, None, **idx)
+    with pytest.raises(ValueError, match="either both global_scale_x and global_scale_w"):
+        mx.gather_qqmm(x, q, sc, global_scale_x=mx.array(1.0), **idx)
+    with pytest.raises(ValueError, match="except float64"):
+        mx.gather_qqmm(x.astype(mx.int32), q, sc, **idx)
+    with pytest.raises(RuntimeError, match="not implemented"):
+        mx.grad(lambda v: mx.gather_qqmm(v, q, sc, **idx).sum())(x)

@@ -30,7 +30,7 @@ from .matmul import matmul
 from .reduce import max as _max, min as _min, sum as _sum
 from .shape import broadcast_to, concatenate, expand_dims, fmt_shape, reshape, swapaxes
 
-__all__ = ["quantize", "dequantize", "quantized_matmul", "gather_qmm", "qqmm"]
+__all__ = ["quantize", "dequantize", "quantized_matmul", "gather_qmm", "qqmm", "gather_qqmm"]
 
 _MODES = ("affine", "mxfp4", "mxfp8", "nvfp4")
 _AFFINE_BITS = (1, 2, 3, 4, 5, 6, 8)
@@ -546,3 +546,74 @@ def qqmm(x: array, w: array, scales: array | None = None, group_size: int | None
     blocked = [(i, RuntimeError, "[QQMatmul::vjp] Gradients of qqmm are not implemented in "
                                  "pycudamlx.") for i in range(3)]
     return guard_operands(res, (as_array(x), w, scales), blocked, blocked)
+
+
+def gather_qqmm(x: array, w: array, /, scales: array | None = None,
+                lhs_indices: array | None = None, rhs_indices: array | None = None,
+                group_size: int | None = None, bits: int | None = None, mode: str = "nvfp4",
+                global_scale_x: array | None = None, global_scale_w: array | None = None, *,
+                sorted_indices: bool = False, stream: Any = None) -> array:
+    """``qqmm`` with ``gather_mm``'s matrix gather: the matrices of ``x`` (quantized on the fly)
+    and of ``w`` picked by flat batch index (a missing index: ``arange`` over its operand's
+    batch shape), multiplied as ``x_hat @ w_hat.T`` in float32, in ``x``'s dtype.
+
+    MLX 0.32.4 has it on the GPU only (its CPU build raises "[GatherQQMM] NYI" and crashes
+    without scales); here both devices. ``sorted_indices`` is accepted and ignored. No
+    gradients (as qqmm)."""
+    s = dev.resolve_stream(stream)
+    x, w = as_array(x), as_array(w)
+    scales = None if scales is None else as_array(scales)
+    if not isinstance(mode, str) or mode not in _MODES:
+        raise ValueError(f"[gather_qqmm] Invalid quantization mode '{mode}'.")
+    quantized = w.dtype is dt.uint32
+    if quantized and scales is None:
+        raise ValueError("[gather_qqmm] Scales must be provided if second argument is "
+                         "quantized.")
+    gsx = None if global_scale_x is None else as_array(global_scale_x)
+    gsw = None if global_scale_w is None else as_array(global_scale_w)
+    if mode == "nvfp4" and (gsx is None) != (gsw is None):
+        raise ValueError("[gather_qqmm] For nvfp4 mode, either both global_scale_x and "
+                         "global_scale_w must be provided, or neither.")
+    if mode != "nvfp4" and (gsx is not None or gsw is not None):
+        raise ValueError("[gather_qqmm] Global scale is only supported for 'nvfp4' "
+                         "quantization mode.")
+    if not quantized:
+        w, scales, *_ = quantize(w, group_size, bits, mode, global_scale=gsw, stream=s)
+    dgs, dbits = _fp.FP_MODES.get(mode, (64, 4))
+    gs = dgs if group_size is None else int(group_size)
+    b = dbits if bits is None else int(bits)
+    # MLX checks the matrices with qqmm's checks (and name)
+    _check_affine("qqmm", w, scales, None, gs, b, need_biases=False)
+    _qmm_prepare("qqmm", x, w, scales, None, True, gs, b, need_biases=False)
+    if x.ndim < 2:
+        raise ValueError("[gather_qqmm] Input must have at least two dimensions but got input "
+                         f"with shape {fmt_shape(x.shape)}.")
+    for idx in (lhs_indices, rhs_indices):
+        if idx is not None and as_array(idx).dtype.kind not in "iu":
+            raise ValueError("[gather_qqmm] Got indices with invalid dtype. Indices must be "
+                             "integral.")
+    if mode == "affine":
+        raise NotImplementedError("[gather_qqmm] The 'affine' mode has no biases here; use "
+                                  "gather_qmm for affine weights.")
+    if x.dtype.kind != "f" or x.dtype is dt.float64:
+        raise ValueError("[gather_qqmm] Only real floating types except float64 are supported "
+                         f"but first argument dtype == {x.dtype.name}.")
+    from ._base import broadcast_shapes
+    li = _indices(lhs_indices, x.shape[:-2], s)
+    ri = _indices(rhs_indices, w.shape[:-2], s)
+    bshape = broadcast_shapes(li.shape, ri.shape)
+    li = reshape(broadcast_to(li, bshape, stream=s), (-1,), stream=s)
+    ri = reshape(broadcast_to(ri, bshape, stream=s), (-1,), stream=s)
+    xs = take(reshape(x, (-1, *x.shape[-2:]), stream=s), li, axis=0, stream=s)
+    ws = take(reshape(w, (-1, *w.shape[-2:]), stream=s), ri, axis=0, stream=s)
+    ss = take(reshape(scales, (-1, *scales.shape[-2:]), stream=s), ri, axis=0, stream=s)
+    xq = quantize(xs, gs, b, mode, global_scale=gsx, stream=s)
+    xd = dequantize(*xq, group_size=gs, bits=b, mode=mode, global_scale=gsx, dtype=x.dtype,
+                    stream=s)
+    wd = _fp.fp_dequantize(ws, ss, mode, gsw, dt.float32, s)
+    res = astype(matmul(astype(xd, dt.float32, s), swapaxes(wd, -1, -2, stream=s), stream=s),
+                 x.dtype, s)
+    res = reshape(res, (*bshape, *res.shape[-2:]), stream=s)
+    blocked = [(i, RuntimeError, "[GatherQQMM::vjp] Gradients of gather_qqmm are not "
+                                 "implemented in pycudamlx.") for i in range(3)]
+    return guard_operands(res, (x, w, scales), blocked, blocked)
