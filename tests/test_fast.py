@@ -110,6 +110,23 @@ def test_layer_norm_matches_mlx(dtype, shape):
                dtype)
 
 
+@pytest.mark.parametrize("shape", [(3, 4099), (2, 5, 1030), (4, 257)])
+def test_float32_norms_bit_exact_with_mlx_on_wide_rows(shape):
+    # MLX's CPU fast norms are its mean/rsqrt composition: a numpy pairwise mean of the
+    # squares differed by up to 8 ulps on 4099-wide rows (MLX's own test_rms_norm bound 1e-6).
+    x = rng.uniform(size=shape).astype(np.float32)
+    w = rng.uniform(size=shape[-1:]).astype(np.float32)
+    bias = rng.uniform(size=shape[-1:]).astype(np.float32)
+    (a, b), (wa, wb), (ba, bb) = _pair(x), _pair(w), _pair(bias)
+    for ours, theirs in ((pm.fast.rms_norm(a, wa, 1e-5), M.fast.rms_norm(b, wb, 1e-5)),
+                         (pm.fast.rms_norm(a, None, 1e-5), M.fast.rms_norm(b, None, 1e-5)),
+                         (pm.fast.layer_norm(a, wa, ba, 1e-5),
+                          M.fast.layer_norm(b, wb, bb, 1e-5)),
+                         (pm.fast.layer_norm(a, None, None, 1e-5),
+                          M.fast.layer_norm(b, None, None, 1e-5))):
+        np.testing.assert_array_equal(np.array(ours), np.array(theirs))
+
+
 def test_norms_against_float64():
     x = rng.standard_normal((6, 129)).astype(np.float32)
     w = rng.standard_normal(129).astype(np.float32)
@@ -506,6 +523,29 @@ def test_cuda_kernel_source_compiles(nvrtc_lib):
             result = nvrtc.get_nvrtc().compile(name, text, [name],
                                                custom.options() + ["-arch=compute_75"], False)
             assert name in result.lowered
+
+
+def test_cuda_kernel_mlx_cuda_helpers_compile(nvrtc_lib):
+    """Sources written for MLX's CUDA build use its helpers: ``elem_to_loc``, ``WARP_SIZE``,
+    ``Shape``/``Strides`` with ``.data()`` and ``.size()`` (cuda::std::array there); MLX's own
+    test_custom_kernel_strides source did not compile before (NVRTC, no GPU needed)."""
+    from pycudamlx.backend.cuda import custom, nvrtc
+    from pycudamlx.core.custom_kernel import build_source
+
+    source = """
+        auto i = cooperative_groups::this_grid().thread_rank();
+        auto at = elem_to_loc(i, x_shape.data(), x_strides.data(), x_ndim);
+        out[i] = x[at] * WARP_SIZE + x_shape.size() + x_strides[0] + x_shape[1];
+    """
+    k = pm.fast.cuda_kernel(name="helpers", input_names=["x"], output_names=["out"],
+                            source=source, ensure_row_contiguous=False)
+    assert k.shape_infos == [(True, True, True)]
+    name, text, _ = build_source("helpers", "", source, ["x"], [(3, pm.float32)], ["out"],
+                                 [pm.float32], [], k.shape_infos, custom.has_cuda_headers(),
+                                 False)
+    result = nvrtc.get_nvrtc().compile(name, text, [name],
+                                       custom.options() + ["-arch=compute_75"], False)
+    assert name in result.lowered
 
 
 def test_sdpa_zero_kv_heads_is_an_error():

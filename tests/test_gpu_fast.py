@@ -276,6 +276,11 @@ def test_cuda_kernel_shapes_strides_init_and_shared_memory():
         _cuda_kernel_shapes_strides_init_and_shared_memory()
 
 
+def test_cuda_kernel_mlx_helpers_on_strided_input():
+    with _compiled_by_nvrtc():
+        _cuda_kernel_mlx_helpers_on_strided_input()
+
+
 def _cuda_kernel_mlx_example():
     source = """
         auto elem = cooperative_groups::this_grid().thread_rank();
@@ -318,3 +323,22 @@ def _cuda_kernel_shapes_strides_init_and_shared_memory():
     # NVRTC contracts x * 3 + 2 into one fma (one rounding instead of numpy's two)
     np.testing.assert_allclose(np.array(out), np.array(x) * 3 + 2, rtol=1e-6, atol=1e-6)
     assert np.array(total)[0] == 605.0  # init_value, then one add per element
+
+
+def _cuda_kernel_mlx_helpers_on_strided_input():
+    """MLX's CUDA helpers (elem_to_loc over Shape/Strides .data(), WARP_SIZE) read a strided
+    input as MLX's test_custom_kernel_strides does."""
+    source = """
+        auto elem = cooperative_groups::this_grid().thread_rank();
+        if (elem < out_size) {
+          auto loc = elem_to_loc(elem, inp_shape.data(), inp_strides.data(), inp_ndim);
+          out[elem] = exp(inp[loc]) * WARP_SIZE;
+        }
+    """
+    base = rng.standard_normal((6, 5)).astype(np.float32)
+    a = pm.array(base)[::2].T  # (5, 3), not row-contiguous
+    kernel = pm.fast.cuda_kernel(name="loc_exp", input_names=["inp"], output_names=["out"],
+                                 source=source, ensure_row_contiguous=False)
+    (out,) = kernel(inputs=[a], template=[("out_size", a.size)], grid=(a.size, 1, 1),
+                    threadgroup=(32, 1, 1), output_shapes=[a.shape], output_dtypes=[pm.float32])
+    np.testing.assert_allclose(np.array(out), np.exp(base[::2].T) * 32, rtol=1e-5)

@@ -94,6 +94,25 @@ def test_gather_qmm_gpu():
     assert np.abs(_host(out) - r).max() <= 2e-3 * np.abs(r).max()
 
 
+def test_gather_qmm_nvfp4_global_scale_gpu():
+    """Per-expert nvfp4 global scales in gather_qmm: the GPU stream equals the CPU stream's
+    (test_quantize.py checks that one against MLX's per-expert dequantize)."""
+    w = RNG.standard_normal((3, 64, 128)).astype(np.float32) * np.array([1, 4, 0.25])[:, None,
+                                                                                       None]
+    g = mx.array(np.abs(w).reshape(3, -1).max(1).astype(np.float32))
+    q, sc = mx.quantize(mx.array(w), mode="nvfp4", stream=mx.cpu)
+    x = mx.array(RNG.standard_normal((2, 5, 128)).astype(np.float32))
+    kw = dict(lhs_indices=mx.array(np.array([0, 1, 1], np.uint32)),
+              rhs_indices=mx.array(np.array([2, 0, 1], np.uint32)), mode="nvfp4",
+              global_scale=g)
+    ref = _host(mx.gather_qmm(x, q, sc, stream=mx.cpu, **kw))
+    out = mx.gather_qmm(x, q, sc, stream=mx.gpu, **kw)
+    _on_gpu(out)
+    assert out.shape == ref.shape == (3, 5, 64)
+    # TF32 may be on for the float32 GEMM; the bound covers it
+    assert np.abs(_host(out) - ref).max() <= 2e-3 * np.abs(ref).max()
+
+
 @pytest.mark.parametrize("mode", ("mxfp4", "mxfp8", "nvfp4"))
 @pytest.mark.parametrize("dtype", ("float32", "float16", "bfloat16"))
 def test_microscaling_modes_gpu_equals_cpu(mode, dtype, monkeypatch):
@@ -234,7 +253,9 @@ def test_dequantize_affine_kernel_is_exact(bits, gs, dtype):
     out = make(DequantizeAffine(bits, gs), (wq, scales, biases), (3, 37, 256), d,
                mx.default_stream(mx.gpu))
     _on_gpu(out)
-    ref = mx.dequantize(wq, scales, biases, gs, bits, dtype=mx.float32, stream=mx.cpu)
+    # float32 math throughout (mx.dequantize multiplies in the scales' dtype, as MLX's does)
+    ref = mx.dequantize(wq, scales.astype(mx.float32), biases.astype(mx.float32), gs, bits,
+                        dtype=mx.float32, stream=mx.cpu)
     np.testing.assert_array_equal(_host(out), _host(ref.astype(d, stream=mx.cpu)))
 
 
@@ -261,3 +282,25 @@ def test_quantized_matmul_prefill_path(transpose, bits, dtype):
     rel = {"float32": 2.0 ** -10, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}[dtype]
     err = np.abs(_host(y).astype(np.float64) - ref)
     assert (err <= rel * magnitude + 2 * _EPS[dtype] * np.abs(ref) + 1e-5).all()
+
+
+@pytest.mark.parametrize("mode", ("nvfp4", "mxfp8"))
+def test_gather_qqmm_gpu_equals_cpu(mode):
+    """gather_qqmm (x quantized on the fly, gathered quantized w) on the GPU stream equals the
+    CPU stream's (test_quantize.py checks that one against MLX's dequantize + gather_mm)."""
+    x = mx.array(RNG.standard_normal((3, 7, 128)).astype(np.float32))
+    w = RNG.standard_normal((4, 64, 128)).astype(np.float32)
+    kw = {}
+    if mode == "nvfp4":
+        kw = dict(global_scale_x=mx.array(np.float32(np.abs(np.array(x)).max())),
+                  global_scale_w=mx.array(np.float32(np.abs(w).max())))
+    q, sc = mx.quantize(mx.array(w), mode=mode, global_scale=kw.get("global_scale_w"),
+                        stream=mx.cpu)
+    idx = dict(lhs_indices=mx.array(np.array([2, 0, 1], np.uint32)),
+               rhs_indices=mx.array(np.array([3, 3, 0], np.uint32)))
+    ref = _host(mx.gather_qqmm(x, q, sc, mode=mode, stream=mx.cpu, **idx, **kw))
+    out = mx.gather_qqmm(x, q, sc, mode=mode, stream=mx.gpu, **idx, **kw)
+    _on_gpu(out)
+    assert out.shape == ref.shape == (3, 7, 64)
+    # TF32 may be on for the float32 GEMM; the bound covers it
+    assert np.abs(_host(out) - ref).max() <= 2e-3 * np.abs(ref).max()

@@ -592,9 +592,259 @@ def test_dequantize_node_equals_the_composition(bits, dtype):
         return make(DequantizeAffine(bits, 32), (wq, scales, biases), (2, 5, 128), d,
                     mx.default_stream(mx.cpu))
 
-    ref = mx.dequantize(wq, scales, biases, 32, bits, dtype=mx.float32).astype(d)
+    # float32 math throughout (mx.dequantize multiplies in the scales' dtype, as MLX's does)
+    ref = mx.dequantize(wq, scales.astype(mx.float32), biases.astype(mx.float32), 32, bits,
+                        dtype=mx.float32).astype(d)
     np.testing.assert_array_equal(_np(fused(scales)), _np(ref))
     g = mx.grad(lambda s: fused(s).astype(mx.float32).sum())(scales)
     gr = mx.grad(lambda s: mx.dequantize(wq, s, biases, 32, bits).astype(mx.float32).sum())(
         scales)
     np.testing.assert_allclose(_np(g), _np(gr), rtol=1e-2)
+
+
+# ------------------------------------------------------------------------------------------------
+# Scale/bias dtypes (found by MLX's own test_quantized.py::test_mode_error_cases)
+
+_SB_DTYPES = ("int32", "bool_", "float16", "bfloat16", "float32")
+
+
+def _sb_case(lib, what: str, sd: str, bd: str, out: str | None = None):
+    """dequantize / quantized_matmul / gather_qmm with scales and biases cast to sd / bd:
+    (dtype name, float32 values) or the ValueError's message."""
+    w = lib.array(np.linspace(-1, 1, 16 * 64, dtype=np.float32).reshape(16, 64))
+    q, s, b = lib.quantize(w, group_size=32, bits=4)
+    s, b = s.astype(getattr(lib, sd)), b.astype(getattr(lib, bd))
+    x = lib.array(np.linspace(-2, 2, 2 * 64, dtype=np.float32).reshape(2, 64))
+    calls = {
+        "dequantize": lambda: lib.dequantize(
+            q, s, b, group_size=32, bits=4, dtype=None if out is None else getattr(lib, out)),
+        "qmm": lambda: lib.quantized_matmul(x.astype(lib.float16), q, s, b, group_size=32,
+                                            bits=4),
+        "gather": lambda: lib.gather_qmm(x, q, s, b, rhs_indices=lib.array([0]),
+                                         group_size=32, bits=4),
+        # the dtype check comes before the shape checks
+        "dequantize_bad_shape": lambda: lib.dequantize(q, s[:, :1], b[:, :1], group_size=32,
+                                                       bits=4),
+    }
+    try:
+        r = calls[what]()
+        return str(r.dtype).split(".")[-1], np.array(r.astype(lib.float32))
+    except ValueError as e:
+        return str(e)
+
+
+@pytest.mark.parametrize("what", ["dequantize", "qmm", "gather", "dequantize_bad_shape"])
+@pytest.mark.parametrize("sd", _SB_DTYPES)
+@pytest.mark.parametrize("bd", _SB_DTYPES)
+def test_scale_bias_dtypes_match_mlx(what, sd, bd):
+    """Scales and biases must promote to a floating type (MLX's ValueError otherwise); the
+    result is that type (promoted with x for the matmuls); dequantize multiplies in the
+    scales' dtype, then adds the biases in the promoted one, bit for bit as MLX."""
+    ours, theirs = _sb_case(mx, what, sd, bd), _sb_case(M, what, sd, bd)
+    if isinstance(theirs, str):
+        assert ours == theirs
+        return
+    assert ours[0] == theirs[0]
+    if "float" not in sd or "float" not in bd:
+        return  # values of integer/bool scales: MLX's own are odd (bool biases read raw)
+    exact = what == "dequantize"
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=0 if exact else 2e-3,
+                               atol=0 if exact else 2e-2)
+
+
+@pytest.mark.parametrize("sd,bd,out", [("float16", "float16", "float32"),
+                                       ("float32", "float32", "float16"),
+                                       ("float16", "float32", "bfloat16"),
+                                       ("int32", "int32", "float32")])
+def test_dequantize_dtype_argument_rounds_like_mlx(sd, bd, out):
+    """``dtype=`` casts the result computed in the scales/biases types (MLX: float16 scales
+    with dtype=float32 still multiply in float16)."""
+    ours, theirs = _sb_case(mx, "dequantize", sd, bd, out), _sb_case(M, "dequantize", sd, bd,
+                                                                     out)
+    if isinstance(theirs, str):
+        assert ours == theirs
+        return
+    assert ours[0] == theirs[0]
+    np.testing.assert_array_equal(ours[1], theirs[1])
+
+
+def _gather_error(lib, case: str):
+    w = lib.array(np.linspace(-1, 1, 2 * 32 * 64, dtype=np.float32).reshape(2, 32, 64))
+    q, s, b = lib.quantize(w, group_size=32, bits=4)
+    idx = lib.array([1, 0])
+    x = lib.ones((2, 1, 64))
+    cases = {
+        "w_int": lambda: lib.gather_qmm(x, q.astype(lib.int32), s, b, rhs_indices=idx),
+        "no_bias": lambda: lib.gather_qmm(x, q, s, None, rhs_indices=idx),
+        "width": lambda: lib.gather_qmm(lib.ones((2, 1, 60)), q, s, b, rhs_indices=idx,
+                                        group_size=32),
+        "gs": lambda: lib.gather_qmm(x, q, s, b, rhs_indices=idx, group_size=64),
+        "x_1d": lambda: lib.gather_qmm(lib.ones((64,)), q, s, b, rhs_indices=idx,
+                                       group_size=32),
+        "x_1d_int_scales": lambda: lib.gather_qmm(lib.ones((64,)), q, s.astype(lib.int32),
+                                                  b.astype(lib.int32), rhs_indices=idx,
+                                                  group_size=32),
+        "mode_no_indices": lambda: lib.gather_qmm(x, q, s, b, mode="xyz"),
+        "width_no_indices": lambda: lib.gather_qmm(lib.ones((2, 1, 60)), q, s, b,
+                                                   group_size=32),
+    }
+    try:
+        lib.eval(cases[case]())
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.parametrize("case", ["w_int", "no_bias", "width", "gs", "x_1d", "x_1d_int_scales",
+                                  "mode_no_indices", "width_no_indices"])
+def test_gather_qmm_errors_name_gather_qmm_with_indices(case):
+    """With indices MLX's messages say [gather_qmm]; without any, gather_qmm is
+    quantized_matmul (its messages)."""
+    ref = _gather_error(M, case)
+    assert ref is not None and _gather_error(mx, case) == ref
+
+
+def test_gather_qmm_without_indices_takes_1d_x():
+    w = np.linspace(-1, 1, 32 * 64, dtype=np.float32).reshape(32, 64)
+    x = np.linspace(-2, 2, 64, dtype=np.float32)
+    ours = mx.gather_qmm(_mine(x), *mx.quantize(_mine(w), group_size=32), group_size=32)
+    ref = M.gather_qmm(_theirs(x), *M.quantize(_theirs(w), group_size=32), group_size=32)
+    assert ours.shape == tuple(ref.shape) == (32,)
+    np.testing.assert_allclose(_np(ours), _np(ref), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("transpose", [True, False])
+@pytest.mark.parametrize("per_expert", [True, False])
+def test_gather_qmm_nvfp4_global_scale_per_expert(transpose, per_expert):
+    """gather_qmm(global_scale=) (MLX: GPU only; ours on both devices): each gathered matrix
+    dequantized with its own expert's scale; compared with MLX's own per-expert dequantize."""
+    E, N, K = 3, 32, 64
+    w = (RNG.standard_normal((E, N, K) if transpose else (E, K, N))
+         * np.array([1.0, 4.0, 0.25])[:, None, None]).astype(np.float32)
+    x = RNG.standard_normal((2, 3, K)).astype(np.float32)
+    amax = np.abs(w).reshape(E, -1).max(1).astype(np.float32)
+    g = amax if per_expert else np.full(E, amax.max(), np.float32)
+    rhs = np.array([[2, 0], [1, 2]], np.uint32)
+    lhs = np.array([[0, 1], [1, 0]], np.uint32)
+    parts = [M.quantize(M.array(w[e]), mode="nvfp4", global_scale=M.array(g[e]))
+             for e in range(E)]
+    wq = np.stack([np.array(q) for q, _ in parts])
+    sc = np.stack([np.array(sv) for _, sv in parts])
+    ref_w = [np.array(M.dequantize(q, sv, mode="nvfp4", global_scale=M.array(g[e]),
+                                   dtype=M.float32)) for e, (q, sv) in enumerate(parts)]
+    expected = np.stack([np.stack([x[lhs[i, j]] @ (ref_w[rhs[i, j]].T if transpose
+                                                   else ref_w[rhs[i, j]])
+                                   for j in range(2)]) for i in range(2)])
+    gs = mx.array(g) if per_expert else mx.array(g[:1])
+    out = mx.gather_qmm(mx.array(x), mx.array(wq), mx.array(sc), lhs_indices=mx.array(lhs),
+                        rhs_indices=mx.array(rhs), transpose=transpose, mode="nvfp4",
+                        global_scale=gs)
+    assert out.shape == expected.shape and out.dtype == mx.float32
+    np.testing.assert_allclose(np.array(out), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("case", ["no_indices", "affine", "mxfp4"])
+def test_gather_qmm_global_scale_errors_match_mlx(case):
+    def run(lib):
+        w = lib.array(np.linspace(-1, 1, 2 * 32 * 64, dtype=np.float32).reshape(2, 32, 64))
+        g = lib.array(np.array([1.0, 2.0], np.float32))
+        mode = {"no_indices": "nvfp4"}.get(case, case)
+        q = lib.quantize(w, mode=mode)
+        idx = None if case == "no_indices" else lib.array([1, 0])
+        try:
+            lib.eval(lib.gather_qmm(lib.ones((2, 1, 64)), *q, rhs_indices=idx, mode=mode,
+                                    global_scale=g))
+        except ValueError as e:
+            return str(e)
+    ref = run(M)
+    assert ref is not None and run(mx) == ref
+
+
+def test_gather_qmm_global_scale_shape_and_dtype_checked():
+    w = mx.array(np.linspace(-1, 1, 3 * 32 * 64, dtype=np.float32).reshape(3, 32, 64))
+    q, sc = mx.quantize(w, mode="nvfp4")
+    for g, msg in ((mx.ones((2,)), "one value per matrix"),
+                   (mx.ones((3,), dtype=mx.float16), "dtype float32")):
+        with pytest.raises(ValueError, match=msg):
+            mx.gather_qmm(mx.ones((1, 64)), q, sc, rhs_indices=mx.array([0]), mode="nvfp4",
+                          global_scale=g)
+
+
+# ------------------------------------------------------------------------------------------------
+# gather_qqmm (MLX 0.32.4: GPU only, "[GatherQQMM] NYI" on its CPU build)
+
+_GQQ_BATCHES = [((1,), (0,), (3,), (2, 1)), ((1,), None, (3,), (2, 1)), ((2,), None, (3,), (2, 1)),
+                ((3,), (0, 2), (1,), (0,)), ((5,), (0, 2), (3,), (2, 1))]
+
+
+@pytest.mark.parametrize("batch", range(len(_GQQ_BATCHES)))
+@pytest.mark.parametrize("mode", ["nvfp4", "mxfp8"])
+@pytest.mark.parametrize("m_rows", [1, 5])
+def test_gather_qqmm_equals_gather_mm_of_mlx_dequantized(batch, mode, m_rows):
+    """gather_qqmm == gather_mm(x quantized and dequantized, dequantized w transposed) with
+    MLX's own quantize/dequantize/gather_mm as the oracle (nvfp4 with global scales)."""
+    batch_a, lhs, batch_b, rhs = _GQQ_BATCHES[batch]
+    K, N = 64, 48
+    x = RNG.standard_normal((*batch_a, m_rows, K)).astype(np.float32)
+    w = RNG.standard_normal((*batch_b, N, K)).astype(np.float32)
+    gx = np.float32(np.abs(x).max()) if mode == "nvfp4" else None
+    gw = np.float32(np.abs(w).max()) if mode == "nvfp4" else None
+    tg = (lambda lib, g: None if g is None else lib.array(g))  # noqa: E731
+    x_hat = M.dequantize(*M.quantize(M.array(x), mode=mode, global_scale=tg(M, gx)), mode=mode,
+                         dtype=M.float32, global_scale=tg(M, gx))
+    wq, sc = M.quantize(M.array(w), mode=mode, global_scale=tg(M, gw))
+    w_hat = M.dequantize(wq, sc, mode=mode, dtype=M.float32, global_scale=tg(M, gw))
+    li = None if lhs is None else np.array(lhs, np.uint32)
+    ri = np.array(rhs, np.uint32)
+    expected = np.array(M.gather_mm(x_hat, M.swapaxes(w_hat, -1, -2),
+                                    None if li is None else M.array(li), M.array(ri)))
+    out = mx.gather_qqmm(mx.array(x), mx.array(np.array(wq)), mx.array(np.array(sc)),
+                         None if li is None else mx.array(li), mx.array(ri), mode=mode,
+                         global_scale_x=tg(mx, gx), global_scale_w=tg(mx, gw))
+    assert out.shape == expected.shape and out.dtype == mx.float32
+    np.testing.assert_allclose(np.array(out), expected, rtol=1e-4, atol=1e-4)
+    # w given unquantized: quantized on the fly (with its global scale) to the same result
+    again = mx.gather_qqmm(mx.array(x), mx.array(w), None, None if li is None else mx.array(li),
+                           mx.array(ri), mode=mode, global_scale_x=tg(mx, gx),
+                           global_scale_w=tg(mx, gw))
+    np.testing.assert_array_equal(np.array(again), np.array(out))
+
+
+def _gqq_error(lib, case):
+    x = lib.ones((2, 1, 64))
+    w = lib.array(np.linspace(-1, 1, 3 * 32 * 64, dtype=np.float32).reshape(3, 32, 64))
+    q, sc = lib.quantize(w, mode="nvfp4")
+    li, ri = lib.array([0, 1]), lib.array([2, 0])
+    cases = {
+        "mode": lambda: lib.gather_qqmm(x, q, sc, li, ri, mode="xyz"),
+        "affine": lambda: lib.gather_qqmm(x, q, sc, li, ri, mode="affine"),
+        "width": lambda: lib.gather_qqmm(x[..., :32], q, sc, li, ri),
+        "x_1d": lambda: lib.gather_qqmm(x[0, 0], q, sc, li, ri),
+        "float_indices": lambda: lib.gather_qqmm(x, q, sc, li.astype(lib.float32), ri),
+        "batches": lambda: lib.gather_qqmm(x, q, sc),
+    }
+    try:
+        cases[case]()  # MLX's checks run when the graph is built
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.parametrize("case", ["mode", "affine", "width", "x_1d", "float_indices", "batches"])
+def test_gather_qqmm_errors_match_mlx(case):
+    ref = _gqq_error(M, case)
+    assert ref is not None and _gqq_error(mx, case) == ref
+
+
+def test_gather_qqmm_errors_where_mlx_crashes_or_defers():
+    x = mx.ones((2, 1, 64))
+    q, sc = mx.quantize(mx.ones((3, 32, 64)), mode="nvfp4")
+    idx = dict(lhs_indices=mx.array([0, 1]), rhs_indices=mx.array([2, 0]))
+    with pytest.raises(ValueError, match="Scales must be provided"):  # MLX: segfault
+        mx.gather_qqmm(x, q, None, **idx)
+    with pytest.raises(ValueError, match="either both global_scale_x and global_scale_w"):
+        mx.gather_qqmm(x, q, sc, global_scale_x=mx.array(1.0), **idx)
+    with pytest.raises(ValueError, match="except float64"):
+        mx.gather_qqmm(x.astype(mx.int32), q, sc, **idx)
+    with pytest.raises(RuntimeError, match="not implemented"):
+        mx.grad(lambda v: mx.gather_qqmm(v, q, sc, **idx).sum())(x)

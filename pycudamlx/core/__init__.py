@@ -57,7 +57,6 @@ class NotYetImplemented(AttributeError):
 
 #: mlx.core names not provided yet, by area (the message names the area).
 _NOT_YET = {
-    "quantization": ("gather_qqmm",),
     "export": ("export_function", "import_function", "exporter", "export_to_dot",
                "FunctionExporter"),
 }

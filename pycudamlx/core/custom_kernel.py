@@ -101,14 +101,31 @@ typedef unsigned long long uint64_t;
 #define MAX_NDIM {MAX_NDIM}
 #define inf __int_as_float(0x7f800000)
 struct __align__(8) complex64_t {{ float real, imag; }};
+#define WARP_SIZE 32
+// As MLX's CUDA kernels see them (cuda::std::array): indexable, .data() and .size()
 struct Shape {{
-  int32_t data[MAX_NDIM];
-  __device__ __forceinline__ int32_t operator[](int i) const {{ return data[i]; }}
+  int32_t values[MAX_NDIM];
+  __device__ __forceinline__ int32_t operator[](int i) const {{ return values[i]; }}
+  __device__ __forceinline__ const int32_t* data() const {{ return values; }}
+  __device__ __forceinline__ static constexpr int size() {{ return MAX_NDIM; }}
 }};
 struct Strides {{
-  int64_t data[MAX_NDIM];
-  __device__ __forceinline__ int64_t operator[](int i) const {{ return data[i]; }}
+  int64_t values[MAX_NDIM];
+  __device__ __forceinline__ int64_t operator[](int i) const {{ return values[i]; }}
+  __device__ __forceinline__ const int64_t* data() const {{ return values; }}
+  __device__ __forceinline__ static constexpr int size() {{ return MAX_NDIM; }}
 }};
+// MLX's helper: the memory offset of row-major element ``elem`` of a strided array
+template <typename IdxT = int64_t>
+__device__ __forceinline__ IdxT elem_to_loc(IdxT elem, const int32_t* shape,
+                                            const int64_t* strides, int ndim) {{
+  IdxT loc = 0;
+  for (int i = ndim - 1; i >= 0 && elem > 0; --i) {{
+    loc += (elem % shape[i]) * IdxT(strides[i]);
+    elem /= shape[i];
+  }}
+  return loc;
+}}
 """
 
 _SHAPE = struct.Struct(f"<{MAX_NDIM}i")

@@ -32,7 +32,7 @@ from .matmul import matmul
 from .reduce import max as _max, min as _min, sum as _sum
 from .shape import broadcast_to, concatenate, expand_dims, fmt_shape, reshape, swapaxes
 
-__all__ = ["quantize", "dequantize", "quantized_matmul", "gather_qmm", "qqmm"]
+__all__ = ["quantize", "dequantize", "quantized_matmul", "gather_qmm", "qqmm", "gather_qqmm"]
 
 _MODES = ("affine", "mxfp4", "mxfp8", "nvfp4")
 _AFFINE_BITS = (1, 2, 3, 4, 5, 6, 8)
@@ -242,6 +242,12 @@ def _check_affine(fn: str, w: array, scales: array, biases: array | None, gs: in
     the quantized matmuls')."""
     if biases is None and need_biases:
         raise ValueError(f"[{fn}] Biases must be provided for affine quantization.")
+    if biases is not None:
+        # MLX checks the type the scales and biases promote to before any shape
+        if dt.promote_types(scales.dtype, biases.dtype).kind != "f":
+            raise ValueError(f"[{fn}] Only real floating types are supported but scales.dtype() "
+                             f"== {scales.dtype.name} and biases.dtype() == "
+                             f"{biases.dtype.name}.")
     if fn == "dequantize":
         if w.dtype is not dt.uint32:
             raise ValueError("[dequantize] The matrix should be given as a uint32")
@@ -275,13 +281,20 @@ def _check_affine(fn: str, w: array, scales: array, biases: array | None, gs: in
 
 
 def _dequantize(w: array, scales: array, biases: array, gs: int, b: int, out: dt.Dtype,
-                s: Any) -> array:
+                s: Any, product_dtype: dt.Dtype | None = None) -> array:
+    """``q * scale + bias`` in ``out``; the product rounded to ``product_dtype`` first when
+    given (MLX's dequantize multiplies in the scales' dtype, then adds the biases in the
+    promoted one)."""
     vals = _unpack(w, b, s)
     lead, k = vals.shape[:-1], vals.shape[-1]
-    grouped = reshape(astype(vals, out, s), (*lead, k // gs, gs), stream=s)
-    sc = expand_dims(astype(scales, out, s), -1, stream=s)
+    pd = product_dtype or out
+    grouped = reshape(astype(vals, pd, s), (*lead, k // gs, gs), stream=s)
+    sc = expand_dims(astype(scales, pd, s), -1, stream=s)
+    prod = multiply(grouped, sc, stream=s)
+    if pd is not out:
+        prod = astype(prod, out, s)
     bi = expand_dims(astype(biases, out, s), -1, stream=s)
-    return reshape(add(multiply(grouped, sc, stream=s), bi, stream=s), (*lead, k), stream=s)
+    return reshape(add(prod, bi, stream=s), (*lead, k), stream=s)
 
 
 def _check_out_dtype(dtype: dt.Dtype | None) -> None:
@@ -295,7 +308,7 @@ def dequantize(w: array, /, scales: array, biases: array | None = None,
                global_scale: array | None = None, dtype: dt.Dtype | None = None, *,
                stream: Any = None) -> array:
     """Undo ``quantize``: ``w_i = scale * q_i + bias`` per group, in ``dtype`` (default: the
-    scales' dtype)."""
+    type the scales and biases promote to)."""
     if not isinstance(mode, str) or mode not in _MODES:
         raise ValueError(f"[dequantize] Invalid quantization mode '{mode}'.")
     s = dev.resolve_stream(stream)
@@ -310,8 +323,12 @@ def dequantize(w: array, /, scales: array, biases: array | None = None,
     gs, b = _defaults("dequantize", group_size, bits, mode)
     _check_out_dtype(dtype)
     _check_affine("dequantize", w, scales, biases, gs, b)
-    out = dtype if dtype is not None else scales.dtype
-    return _dequantize(w, scales, biases, gs, b, out, s)
+    # MLX: scale * q in the scales' dtype, + bias in the promoted dtype, then cast to dtype
+    promoted = dt.promote_types(scales.dtype, biases.dtype)
+    res = _dequantize(w, scales, biases, gs, b, promoted, s, scales.dtype)
+    if dtype is not None and dtype is not promoted:
+        res = astype(res, dtype, s)
+    return res
 
 
 def _qmm_prepare(fn: str, x: array, w: array, scales: array, biases: array | None,
@@ -331,7 +348,10 @@ def _qmm_prepare(fn: str, x: array, w: array, scales: array, biases: array | Non
                          f"quantized matrix {expanded} computed from shape "
                          f"{fmt_shape(w.shape)} with group_size={gs}, bits={b} and "
                          f"transpose={tname}")
+    # MLX: x promoted with the (floating, checked above) scale/bias type
     out = dt.promote_types(x.dtype, scales.dtype)
+    if biases is not None:
+        out = dt.promote_types(out, biases.dtype)
     if out.kind != "f":
         out = dt.float32
     return out, k, n
@@ -428,10 +448,25 @@ def _qmm_checks(fn: str, check_fn: str, x: array, w: array, scales: array,
 
 
 def _dequantize_f32(w: array, scales: array, biases: array | None, gs: int, b: int, mode: str,
-                    s: Any) -> array:
+                    s: Any, global_scale: array | None = None) -> array:
     if mode == "affine":
         return _dequantize(w, scales, biases, gs, b, dt.float32, s)
-    return _fp.fp_dequantize(w, scales, mode, None, dt.float32, s)
+    return _fp.fp_dequantize(w, scales, mode, global_scale, dt.float32, s)
+
+
+def _gather_global_scale(global_scale: Any, mode: str, experts: int) -> array:
+    """gather_qmm's nvfp4 global scale: float32, one for all experts or one per expert."""
+    if mode != "nvfp4":
+        raise ValueError("[gather_qmm] Global scale is only supported for 'nvfp4' "
+                         "quantization mode.")
+    g = as_array(global_scale)
+    if g.dtype is not dt.float32:
+        raise ValueError("[gather_qmm] Global scale must have dtype float32 but got "
+                         f"{g.dtype.name}.")
+    if g.size not in (1, experts):
+        raise ValueError("[gather_qmm] Global scale must be a scalar or have one value per "
+                         f"matrix of w ({experts}) but got shape {fmt_shape(g.shape)}.")
+    return g
 
 
 def _indices(idx: array | None, batch: tuple[int, ...], s: Any) -> array:
@@ -450,20 +485,26 @@ def gather_qmm(x: array, w: array, /, scales: array, biases: array | None = None
     """Quantized ``gather_mm``: gathers matrices of ``x`` and ``w`` by flat batch index, then
     multiplies (dequantize of the gathered weights + batched matmul)."""
     s = dev.resolve_stream(stream)
+    if lhs_indices is None and rhs_indices is None:
+        if global_scale is not None:
+            raise ValueError("[gather_qmm] Global scale is not supported without indices.")
+        # MLX hands this case to quantized_matmul whole (its checks and names, 1-D x too)
+        return quantized_matmul(x, w, scales, biases, transpose, group_size, bits, mode,
+                                stream=s)
     x, w, scales = as_array(x), as_array(w), as_array(scales)
     biases = None if biases is None else as_array(biases)
-    # MLX checks gather_qmm's matrices with quantized_matmul's checks (and names).
-    out, gs, b = _qmm_checks("gather_qmm", "quantized_matmul", x, w, scales, biases, transpose,
+    out, gs, b = _qmm_checks("gather_qmm", "gather_qmm", x, w, scales, biases, transpose,
                              group_size, bits, mode)
     if x.ndim < 2:
-        raise ValueError("[gather_qmm] x must have at least 2 dimensions.")
+        raise ValueError("[gather_qmm] Input must have at least two dimensions but got input "
+                         f"with shape {fmt_shape(x.shape)}.")
     for name, idx in (("lhs", lhs_indices), ("rhs", rhs_indices)):
         if idx is not None and as_array(idx).dtype.kind not in "iu":
             raise ValueError(f"[gather_qmm] Got {name}_indices with invalid dtype. Indices must "
                              "be integral.")
-    if lhs_indices is None and rhs_indices is None:
-        return quantized_matmul(x, w, scales, biases, transpose, gs, b, mode, stream=s)
     xb, wb = x.shape[:-2], w.shape[:-2]
+    if global_scale is not None:
+        global_scale = _gather_global_scale(global_scale, mode, math.prod(wb))
     li = _indices(lhs_indices, xb, s)
     ri = _indices(rhs_indices, wb, s)
     from ._base import broadcast_shapes
@@ -475,7 +516,12 @@ def gather_qmm(x: array, w: array, /, scales: array, biases: array | None = None
     ss = take(reshape(scales, (-1, *scales.shape[-2:]), stream=s), ri, axis=0, stream=s)
     bs = None if biases is None else take(reshape(biases, (-1, *biases.shape[-2:]), stream=s),
                                           ri, axis=0, stream=s)
-    wd = _dequantize_f32(ws, ss, bs, gs, b, mode, s)
+    gsel = None
+    if global_scale is not None:  # each gathered matrix with its own expert's scale
+        gsel = reshape(global_scale, (), stream=s) if global_scale.size == 1 else reshape(
+            take(reshape(global_scale, (-1,), stream=s), ri, axis=0, stream=s), (-1, 1, 1),
+            stream=s)
+    wd = _dequantize_f32(ws, ss, bs, gs, b, mode, s, gsel)
     if transpose:
         wd = swapaxes(wd, -1, -2, stream=s)
     res = astype(matmul(astype(xs, dt.float32, s), wd, stream=s), out, s)
@@ -534,3 +580,74 @@ def qqmm(x: array, w: array, scales: array | None = None, group_size: int | None
     blocked = [(i, RuntimeError, "[QQMatmul::vjp] Gradients of qqmm are not implemented in "
                                  "pycudamlx.") for i in range(3)]
     return guard_operands(res, (as_array(x), w, scales), blocked, blocked)
+
+
+def gather_qqmm(x: array, w: array, /, scales: array | None = None,
+                lhs_indices: array | None = None, rhs_indices: array | None = None,
+                group_size: int | None = None, bits: int | None = None, mode: str = "nvfp4",
+                global_scale_x: array | None = None, global_scale_w: array | None = None, *,
+                sorted_indices: bool = False, stream: Any = None) -> array:
+    """``qqmm`` with ``gather_mm``'s matrix gather: the matrices of ``x`` (quantized on the fly)
+    and of ``w`` picked by flat batch index (a missing index: ``arange`` over its operand's
+    batch shape), multiplied as ``x_hat @ w_hat.T`` in float32, in ``x``'s dtype.
+
+    MLX 0.32.4 has it on the GPU only (its CPU build raises "[GatherQQMM] NYI" and crashes
+    without scales); here both devices. ``sorted_indices`` is accepted and ignored. No
+    gradients (as qqmm)."""
+    s = dev.resolve_stream(stream)
+    x, w = as_array(x), as_array(w)
+    scales = None if scales is None else as_array(scales)
+    if not isinstance(mode, str) or mode not in _MODES:
+        raise ValueError(f"[gather_qqmm] Invalid quantization mode '{mode}'.")
+    quantized = w.dtype is dt.uint32
+    if quantized and scales is None:
+        raise ValueError("[gather_qqmm] Scales must be provided if second argument is "
+                         "quantized.")
+    gsx = None if global_scale_x is None else as_array(global_scale_x)
+    gsw = None if global_scale_w is None else as_array(global_scale_w)
+    if mode == "nvfp4" and (gsx is None) != (gsw is None):
+        raise ValueError("[gather_qqmm] For nvfp4 mode, either both global_scale_x and "
+                         "global_scale_w must be provided, or neither.")
+    if mode != "nvfp4" and (gsx is not None or gsw is not None):
+        raise ValueError("[gather_qqmm] Global scale is only supported for 'nvfp4' "
+                         "quantization mode.")
+    if not quantized:
+        w, scales, *_ = quantize(w, group_size, bits, mode, global_scale=gsw, stream=s)
+    dgs, dbits = _fp.FP_MODES.get(mode, (64, 4))
+    gs = dgs if group_size is None else int(group_size)
+    b = dbits if bits is None else int(bits)
+    # MLX checks the matrices with qqmm's checks (and name)
+    _check_affine("qqmm", w, scales, None, gs, b, need_biases=False)
+    _qmm_prepare("qqmm", x, w, scales, None, True, gs, b, need_biases=False)
+    if x.ndim < 2:
+        raise ValueError("[gather_qqmm] Input must have at least two dimensions but got input "
+                         f"with shape {fmt_shape(x.shape)}.")
+    for idx in (lhs_indices, rhs_indices):
+        if idx is not None and as_array(idx).dtype.kind not in "iu":
+            raise ValueError("[gather_qqmm] Got indices with invalid dtype. Indices must be "
+                             "integral.")
+    if mode == "affine":
+        raise NotImplementedError("[gather_qqmm] The 'affine' mode has no biases here; use "
+                                  "gather_qmm for affine weights.")
+    if x.dtype.kind != "f" or x.dtype is dt.float64:
+        raise ValueError("[gather_qqmm] Only real floating types except float64 are supported "
+                         f"but first argument dtype == {x.dtype.name}.")
+    from ._base import broadcast_shapes
+    li = _indices(lhs_indices, x.shape[:-2], s)
+    ri = _indices(rhs_indices, w.shape[:-2], s)
+    bshape = broadcast_shapes(li.shape, ri.shape)
+    li = reshape(broadcast_to(li, bshape, stream=s), (-1,), stream=s)
+    ri = reshape(broadcast_to(ri, bshape, stream=s), (-1,), stream=s)
+    xs = take(reshape(x, (-1, *x.shape[-2:]), stream=s), li, axis=0, stream=s)
+    ws = take(reshape(w, (-1, *w.shape[-2:]), stream=s), ri, axis=0, stream=s)
+    ss = take(reshape(scales, (-1, *scales.shape[-2:]), stream=s), ri, axis=0, stream=s)
+    xq = quantize(xs, gs, b, mode, global_scale=gsx, stream=s)
+    xd = dequantize(*xq, group_size=gs, bits=b, mode=mode, global_scale=gsx, dtype=x.dtype,
+                    stream=s)
+    wd = _fp.fp_dequantize(ws, ss, mode, gsw, dt.float32, s)
+    res = astype(matmul(astype(xd, dt.float32, s), swapaxes(wd, -1, -2, stream=s), stream=s),
+                 x.dtype, s)
+    res = reshape(res, (*bshape, *res.shape[-2:]), stream=s)
+    blocked = [(i, RuntimeError, "[GatherQQMM::vjp] Gradients of gather_qqmm are not "
+                                 "implemented in pycudamlx.") for i in range(3)]
+    return guard_operands(res, (x, w, scales), blocked, blocked)

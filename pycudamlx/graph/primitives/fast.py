@@ -27,6 +27,15 @@ def _f32(x: np.ndarray) -> np.ndarray:
     return np.asarray(x, dtype=np.float32)
 
 
+def _row_mean(v: np.ndarray) -> np.ndarray:
+    """Float32 mean over the last axis, keepdims, summed in the order of ``mx.mean`` on the
+    CPU (MLX's fast norms on the CPU are its composition of mean/rsqrt, so a numpy pairwise
+    mean differed from MLX by up to 8 ulps for 4099-wide rows)."""
+    from .reduce import _mean
+
+    return _mean(v, (v.ndim - 1,), True, dt.float32, None)
+
+
 def _to(x: np.ndarray, dtype: dt.Dtype) -> np.ndarray:
     with np.errstate(all="ignore"):
         return np.asarray(x).astype(dtype.np_dtype)
@@ -49,7 +58,7 @@ class RMSNorm(Primitive):
         if x.size == 0:
             return [np.empty(x.shape, dtype.np_dtype)]
         with np.errstate(all="ignore"):
-            ms = np.mean(np.square(x), axis=-1, keepdims=True, dtype=np.float32)
+            ms = _row_mean(np.square(x))
             y = _to(x * (np.float32(1) / np.sqrt(ms + np.float32(self.eps))), dtype)
             if self.has_weight:
                 y = _to(y * inputs[1], dtype)
@@ -89,9 +98,8 @@ class LayerNorm(Primitive):
             return [np.empty(x.shape, dtype.np_dtype)]
         w, b = self._wb(inputs)
         with np.errstate(all="ignore"):
-            mu = np.mean(x, axis=-1, keepdims=True, dtype=np.float32)
-            xc = x - mu
-            var = np.mean(np.square(xc), axis=-1, keepdims=True, dtype=np.float32)
+            xc = x - _row_mean(x)
+            var = _row_mean(np.square(xc))
             y = _to(xc * (np.float32(1) / np.sqrt(var + np.float32(self.eps))), dtype)
             if w is not None:
                 y = _to(y * w, dtype)
