@@ -24,6 +24,7 @@ from . import _compile_trace
 from . import _export_format as fmt
 from . import device as dev
 from .array import _ALIAS, _LEAF, array, from_data, make, make_multi
+from .graph_dot import _label
 
 __all__ = ["FunctionExporter", "export_function", "exporter", "import_function"]
 
@@ -284,9 +285,13 @@ def _np_to_dt(d: np.dtype) -> dt.Dtype:
 
 
 def _check_common(fun: Any, shapeless: Any, metadata: Any, sig: str, *invoked: Any) -> None:
-    if not callable(fun) or not isinstance(shapeless, bool) or not (
-            metadata is None or isinstance(metadata, str)):
+    if not callable(fun):
         raise dt._incompatible_arguments(sig, *invoked)
+    bad = {k: v for k, v in (("shapeless", shapeless), ("metadata", metadata))
+           if not (isinstance(v, bool) if k == "shapeless" else v is None or isinstance(v, str))}
+    if bad:  # nanobind lists keyword arguments after the positional types
+        kw = ", ".join(f"{k}: {dt._type_name(v)}" for k, v in bad.items())
+        raise TypeError(f"{dt._incompatible_arguments(sig, *invoked)}, kwargs = {{ {kw} }}")
 
 
 def export_function(file_or_callback: str | Callable, fun: Callable, *args: Any,
@@ -311,12 +316,12 @@ def export_function(file_or_callback: str | Callable, fun: Callable, *args: Any,
     _describe(file_or_callback, fun, args_l, kwargs_d)
 
 
-def exporter(file: str, fun: Callable, *, shapeless: bool = False,
+def exporter(file: str, fun: Callable, *extra: Any, shapeless: bool = False,
              metadata: str | None = None) -> FunctionExporter:
     """A FunctionExporter: call it (or use it as a context manager) to add one trace per input
-    signature of ``fun`` to ``file``."""
-    if not isinstance(file, str):
-        raise dt._incompatible_arguments(_EXPORTER_SIG, file, fun)
+    signature of ``fun`` to ``file``. ``shapeless`` and ``metadata`` are keyword-only."""
+    if not isinstance(file, str) or extra:
+        raise dt._incompatible_arguments(_EXPORTER_SIG, file, fun, *extra)
     _check_common(fun, shapeless, metadata, _EXPORTER_SIG, file, fun)
     return FunctionExporter(file, fun, shapeless, metadata)
 
@@ -544,30 +549,26 @@ def _describe(callback: Callable, fun: Callable, args: list, kwargs: dict) -> No
         a = values[r[1]]
         return (name(r), a._shape, a._dtype)
 
-    callback({"type": "inputs", "inputs": [entry(i) for i in range(npos)]})
-    callback({"type": "keyword_inputs", "keywords": [
-        (k, name(npos + i)) for i, k in enumerate(sorted(kwargs))]})
-    callback({"type": "outputs", "outputs": [entry(r) for r in out_refs]})
-    callback({"type": "constants", "constants": [
-        (name(["c", k]), a) for k, a in enumerate(values)]})
-    enc = fmt.Encoder([])
+    # Keys in MLX's order (payload first, then "type").
+    callback({"inputs": [entry(i) for i in range(npos)], "type": "inputs"})
+    callback({"keywords": [(k, name(npos + i)) for i, k in enumerate(sorted(kwargs))],
+              "type": "keyword_inputs"})
+    callback({"outputs": [entry(r) for r in out_refs], "type": "outputs"})
+    callback({"constants": [(name(["c", k]), a) for k, a in enumerate(values)],
+              "type": "constants"})
     for j, s in enumerate(steps):
         if s[0] == "pick":
             continue
         prim = s[1]
-        try:
-            params = enc.primitive(prim)["slots"]
-        except fmt.ExportError:
-            params = {}
+        params = {n: getattr(prim, n) for n in fmt._slot_names(type(prim))
+                  if n not in ("name", "op", "_fn") and hasattr(prim, n)}
         if s[0] == "node":
             outputs = [entry(n_in + j)]
         else:
             outputs = [entry(n_in + k) for k, t in enumerate(steps)
                        if t[0] == "pick" and t[1] == n_in + j]
-        callback({"type": "primitive", "name": _camel(prim.name),
-                  "inputs": [entry(r) for r in s[2]], "outputs": outputs,
-                  "arguments": [params[k] for k in sorted(params) if k != "name"]})
+        callback({"arguments": [params[k] for k in sorted(params)], "outputs": outputs,
+                  "inputs": [entry(r) for r in s[2]], "name": _label(prim),
+                  "type": "primitive"})
 
 
-def _camel(name: str) -> str:
-    return "".join(part[:1].upper() + part[1:] for part in str(name).split("_"))

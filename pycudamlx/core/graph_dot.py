@@ -25,7 +25,14 @@ def _letters(n: int) -> str:
             return s
 
 
+#: Labels where MLX's class name is not the CamelCase of our primitive's name.
+_LABELS = {"divmod": "DivMod", "getitem": "Slice", "alias": "Copy", "matmul": "Matmul"}
+
+
 def _label(prim: Any) -> str:
+    label = _LABELS.get(str(prim.name))
+    if label is not None:
+        return label
     return "".join(p[:1].upper() + p[1:] for p in str(prim.name).split("_"))
 
 
@@ -87,7 +94,7 @@ def export_to_dot(file: Any, *args: array, **kwargs: array) -> None:
                 lines.append(f'{{ {rank}"{name(o)}"; }}')
                 lines.append(f'{node} -> "{name(o)}"')
     lines.append("}")
-    text = "\n".join(lines) + "\n"
+    text = "\n".join(lines)  # MLX's text ends at the brace
     if isinstance(file, str):
         with open(file, "w") as f:
             f.write(text)
