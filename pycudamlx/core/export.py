@@ -101,14 +101,23 @@ class _Table:
         return None
 
     def describe(self) -> str:
+        """The traces as MLX lists them: grouped by input count, groups in the order of
+        MLX's hash map of counts (the latest new count first), traces of a group in export
+        order."""
+        groups: dict[int, list[_Trace]] = {}
+        for t in self.traces:
+            groups.setdefault(len(t.inputs), []).append(t)
         lines = []
-        for n, t in enumerate(self.traces, 1):
-            npos = len(t.inputs) - len(t.kwarg_keys)
-            lines.append(f" {n}. Function with {npos} positional inputs and "
-                         f"{len(t.kwarg_keys)} keyword inputs:\n")
-            for j, (s, d) in enumerate(t.inputs):
-                name = f"{j + 1}" if j < npos else f'"{t.kwarg_keys[j - npos]}"'
-                lines.append(f"   {name}: {_shape_text(s)} {d.name}\n")
+        n = 1
+        for count in reversed(list(groups)):
+            for t in groups[count]:
+                npos = len(t.inputs) - len(t.kwarg_keys)
+                lines.append(f" {n}. Function with {npos} positional inputs and "
+                             f"{len(t.kwarg_keys)} keyword inputs:\n")
+                n += 1
+                for j, (s, d) in enumerate(t.inputs):
+                    name = f"{j + 1}" if j < npos else f'"{t.kwarg_keys[j - npos]}"'
+                    lines.append(f"   {name}: {_shape_text(s)} {d.name}\n")
         return "".join(lines)
 
 
@@ -402,6 +411,7 @@ class ImportedFunction:
                 _, prim, refs, shape, dtype, where = step
                 ins = tuple(get(r) for r in refs)
                 if changed:
+                    ins = self._rebroadcast_addend(prim, ins, refs, trace, get)
                     shape = _infer_shape(prim, ins, shape, self, trace, refs)
                 values.append(make(prim, ins, shape, dtype, _stream(where, default)))
             elif kind == "multi":
@@ -413,6 +423,32 @@ class ImportedFunction:
             else:
                 values.append(values[step[1]][step[2]])
         return tuple(get(r) for r in trace.outputs)
+
+    def _rebroadcast_addend(self, prim: Any, ins: tuple, refs: list, trace: _Trace,
+                            get: Callable) -> tuple:
+        """``addmm``'s addend is its broadcast to the exported output shape (nn.Linear's bias):
+        at new shapes, broadcast the view's source again instead."""
+        if type(prim).__name__ != "Matmul" or len(ins) != 3 or type(refs[2]) is not int:
+            return ins
+        a, b, c = ins
+        if len(a._shape) < 2 or len(b._shape) < 2:
+            return ins
+        out = tuple(np.broadcast_shapes(a._shape[:-2], b._shape[:-2])) + (a._shape[-2],
+                                                                          b._shape[-1])
+        try:
+            np.broadcast_shapes(c._shape, out)
+            if tuple(np.broadcast_shapes(c._shape, out)) == out:
+                return ins
+        except ValueError:
+            pass
+        k = refs[2] - len(trace.inputs)
+        step = trace.steps[k] if k >= 0 else None
+        if step is None or step[0] != "node" or type(step[1]).__name__ != "View":
+            return ins
+        source = get(step[2][0])
+        from .shape import broadcast_to
+
+        return (a, b, broadcast_to(source, out, stream=c._stream))
 
     def _recorded_shape(self, trace: _Trace, ref: Any) -> tuple:
         if type(ref) is not int:
@@ -435,7 +471,8 @@ def _stream(where: Any, default: Any) -> Any:
     return dev.default_stream(dev.Device(getattr(dev.DeviceType, where[0]), int(where[1])))
 
 
-_SAME_SHAPE = {"Unary", "AsType", "StopGradient", "Softmax", "Scan", "Copy", "Contiguous"}
+_SAME_SHAPE = {"Unary", "AsType", "StopGradient", "Softmax", "Scan", "Copy", "Contiguous",
+               "RMSNorm", "LayerNorm", "RoPE"}
 _BROADCAST = {"Binary", "Where"}
 
 
@@ -455,19 +492,27 @@ def _infer_shape(prim: Any, ins: tuple, shape: tuple, fn: ImportedFunction, trac
         except ValueError:
             text = " and ".join(_shape_text(s) for s in shapes)
             raise ValueError(f"[broadcast_shapes] Shapes {text} cannot be broadcast.") from None
+    if kind == "ScaledDotProductAttention":
+        return shapes[0][:-1] + shapes[2][-1:]
+    if kind == "ArgReduce" and prim.axis is not None:
+        if len(shape) == len(recorded[0]):  # keepdims
+            return tuple(1 if i == prim.axis else s for i, s in enumerate(shapes[0]))
+        return tuple(s for i, s in enumerate(shapes[0]) if i != prim.axis)
     if kind == "Reduce":
         axes = set(prim.axes)
         if prim.keepdims:
             return tuple(1 if i in axes else s for i, s in enumerate(shapes[0]))
         return tuple(s for i, s in enumerate(shapes[0]) if i not in axes)
-    if kind == "Matmul" and len(shapes) == 2 and min(len(s) for s in shapes) >= 2:
-        a, b = shapes
+    if kind == "Matmul" and min(len(s) for s in shapes[:2]) >= 2:
+        a, b = shapes[:2]
         if a[-1] != b[-2]:
             raise ValueError(f"[matmul] Last dimension of first input with shape "
                              f"{_shape_text(a)} must match second to last dimension of second "
                              f"input with shape {_shape_text(b)}.")
-        batch = np.broadcast_shapes(a[:-2], b[:-2])
-        return tuple(batch) + (a[-2], b[-1])
+        out = tuple(np.broadcast_shapes(a[:-2], b[:-2])) + (a[-2], b[-1])
+        if len(shapes) == 3 and tuple(np.broadcast_shapes(shapes[2], out)) != out:
+            _check_unchanged(prim, ins, refs, fn, trace)
+        return out
     _check_unchanged(prim, ins, refs, fn, trace)
     return shape
 

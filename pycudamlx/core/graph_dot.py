@@ -36,6 +36,24 @@ def _label(prim: Any) -> str:
     return "".join(p[:1].upper() + p[1:] for p in str(prim.name).split("_"))
 
 
+def _consumed(args: tuple) -> set[int]:
+    """Ids of the arrays that an operation of the graph reads (MLX ranks only the others as
+    sinks, even when they were asked for)."""
+    seen: set[int] = set()
+    used: set[int] = set()
+    stack = list(args)
+    while stack:
+        a = stack.pop()
+        if id(a) in seen:
+            continue
+        seen.add(id(a))
+        if a._prim is not None:
+            for i in a._inputs:
+                used.add(id(i))
+                stack.append(i)
+    return used
+
+
 def export_to_dot(file: Any, *args: array, **kwargs: array) -> None:
     """Write the graph that computes ``args`` (its unevaluated inputs, recursively) to
     ``file`` (a path or a file-like object); ``kwargs`` name arrays of the graph."""
@@ -56,6 +74,7 @@ def export_to_dot(file: Any, *args: array, **kwargs: array) -> None:
         return n
 
     outputs = {id(a) for a in args}
+    consumed = _consumed(args)
     lines = ["digraph {"]
     done: set[int] = set()
     printed: set[int] = set()
@@ -90,7 +109,7 @@ def export_to_dot(file: Any, *args: array, **kwargs: array) -> None:
                     continue
                 done.add(id(o))
                 keep.append(o)
-                rank = "rank=sink; " if id(o) in outputs else ""
+                rank = "rank=sink; " if id(o) in outputs and id(o) not in consumed else ""
                 lines.append(f'{{ {rank}"{name(o)}"; }}')
                 lines.append(f'{node} -> "{name(o)}"')
     lines.append("}")
