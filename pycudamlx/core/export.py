@@ -23,17 +23,15 @@ from . import _compile_replay as _replay
 from . import _compile_trace
 from . import _export_format as fmt
 from . import device as dev
+from ._nanobind import SIGNATURES
 from .array import _ALIAS, _LEAF, array, from_data, make, make_multi
 from .graph_dot import _label
 
 __all__ = ["FunctionExporter", "export_function", "exporter", "import_function"]
 
-_EXPORT_SIG = ("export_function(file_or_callback: str | Callable, fun: Callable, *args, "
-               "shapeless: bool = False, metadata: str | None = None, **kwargs) -> None")
-_EXPORTER_SIG = ("exporter(file: str, fun: collections.abc.Callable, *, shapeless: bool = "
-                 "False, metadata: str | None = None) -> mlx.core.FunctionExporter")
-_IMPORT_SIG = ("import_function(file: str, return_metadata: bool = False) -> Callable | "
-               "tuple[Callable, str]")
+_EXPORT_SIG = SIGNATURES["export_function"]
+_EXPORTER_SIG = SIGNATURES["exporter"]
+_IMPORT_SIG = SIGNATURES["import_function"]
 _INPUTS = ("{} Inputs can either be a variable number of positional and keyword arrays or a "
            "single tuple and/or dictionary of arrays.")
 _OUTPUTS = "[export_function] Outputs can be either a single array, a tuple, or a list of arrays."
