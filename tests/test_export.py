@@ -525,3 +525,12 @@ def test_shapeless_addmm_rebroadcasts_its_bias(tmp_path):
     mx.export_function(path, lambda v: mx.addmm(B, v, W.T), mx.ones((2, 6)), shapeless=True)
     (out,) = mx.import_function(path)(mx.array(x))
     np.testing.assert_allclose(np.asarray(out), x @ w.T + b, rtol=1e-5, atol=1e-5)
+
+
+def test_updating_a_returned_constant_does_not_change_later_calls(tmp_path):
+    path = str(tmp_path / "k.fn")
+    mx.export_function(path, lambda a: (a + 1, mx.array([5, 6])), mx.array([1]))
+    f = mx.import_function(path)
+    _, const = f(mx.array([2]))
+    const += 10
+    assert const.tolist() == [15, 16] and f(mx.array([2]))[1].tolist() == [5, 6]

@@ -420,7 +420,10 @@ class ImportedFunction:
                 values.append(make_multi(prim, ins, specs, _stream(where, default)))
             else:
                 values.append(values[step[1]][step[2]])
-        return tuple(get(r) for r in trace.outputs)
+        # A constant returned as is gets a fresh node: an in-place update of the result
+        # (``out += 1``) must not reach the stored constant used by later calls.
+        return tuple(values[r] if type(r) is int else _fresh(self._constant(r[1]), default)
+                     for r in trace.outputs)
 
     def _rebroadcast_addend(self, prim: Any, ins: tuple, refs: list, trace: _Trace,
                             get: Callable) -> tuple:
@@ -461,6 +464,10 @@ class ImportedFunction:
 
     def __repr__(self) -> str:
         return f"<imported function: {len(self._table.traces)} traces>"
+
+
+def _fresh(a: array, stream: Any) -> array:
+    return make(_ALIAS, (a,), a._shape, a._dtype, stream)
 
 
 def _stream(where: Any, default: Any) -> Any:
