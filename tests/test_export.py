@@ -39,10 +39,6 @@ def _both(fn_of_lib):
     return out
 
 
-def _np(x):
-    return np.asarray(x.astype(x.dtype if x.dtype != x.dtype.__class__ else x.dtype))
-
-
 def _same_values(theirs, ours, atol=1e-5):
     assert type(theirs) is tuple and type(ours) is tuple
     assert len(theirs) == len(ours)
