@@ -48,6 +48,8 @@ from .masked_matmul import *  # noqa: F401,F403,E402
 from .hadamard import *  # noqa: F401,F403,E402
 from .fp8 import *  # noqa: F401,F403,E402
 from ..transforms.vmap import vmap  # noqa: F401,E402
+from .export import *  # noqa: F401,F403,E402
+from .graph_dot import *  # noqa: F401,F403,E402
 
 
 class NotYetImplemented(AttributeError):
@@ -56,10 +58,7 @@ class NotYetImplemented(AttributeError):
 
 
 #: mlx.core names not provided yet, by area (the message names the area).
-_NOT_YET = {
-    "export": ("export_function", "import_function", "exporter", "export_to_dot",
-               "FunctionExporter"),
-}
+_NOT_YET: dict[str, tuple[str, ...]] = {}
 _NOT_YET_AREA = {name: area for area, names in _NOT_YET.items() for name in names}
 
 
