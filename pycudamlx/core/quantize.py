@@ -477,6 +477,57 @@ def _indices(idx: array | None, batch: tuple[int, ...], s: Any) -> array:
     return reshape(from_data(np.arange(n, dtype=np.uint32), dt.uint32), batch, stream=s)
 
 
+def _flat_indices(lhs: array | None, rhs: array | None, x_batch: tuple[int, ...],
+                  w_batch: tuple[int, ...], s: Any) -> tuple[array, array, tuple[int, ...]]:
+    """The gathers' matrix indices of x and of w, broadcast together and flattened, and the
+    broadcast batch shape."""
+    from ._base import broadcast_shapes
+
+    li, ri = _indices(lhs, x_batch, s), _indices(rhs, w_batch, s)
+    bshape = broadcast_shapes(li.shape, ri.shape)
+    li = reshape(broadcast_to(li, bshape, stream=s), (-1,), stream=s)
+    ri = reshape(broadcast_to(ri, bshape, stream=s), (-1,), stream=s)
+    return li, ri, bshape
+
+
+def _take_matrices(a: array, idx: array, s: Any) -> array:
+    """The matrices (last two axes) of ``a`` at flat batch indices ``idx``."""
+    return take(reshape(a, (-1, *a.shape[-2:]), stream=s), idx, axis=0, stream=s)
+
+
+def _check_global_scales(fn: str, mode: str, gsx: array | None, gsw: array | None) -> None:
+    """qqmm's rules for the pair of global scales (MLX's messages)."""
+    if mode == "nvfp4" and (gsx is None) != (gsw is None):
+        raise ValueError(f"[{fn}] For nvfp4 mode, either both global_scale_x and "
+                         "global_scale_w must be provided, or neither.")
+    if mode != "nvfp4" and (gsx is not None or gsw is not None):
+        raise ValueError(f"[{fn}] Global scale is only supported for 'nvfp4' quantization "
+                         "mode.")
+
+
+def _qq_weights(w: array, scales: array | None, group_size: int | None, bits: int | None,
+                mode: str, gsw: array | None, s: Any) -> tuple[array, array, int, int]:
+    """qqmm's weight: quantized on the fly unless already packed; with the group size and
+    bits (the mode's defaults unless given)."""
+    if w.dtype is not dt.uint32:
+        w, scales, *_ = quantize(w, group_size, bits, mode, global_scale=gsw, stream=s)
+    dgs, dbits = _fp.FP_MODES.get(mode, (64, 4))
+    gs = dgs if group_size is None else int(group_size)
+    return w, scales, gs, dbits if bits is None else int(bits)
+
+
+def _qq_product(x: array, w: array, scales: array, gs: int, b: int, mode: str,
+                gsx: array | None, gsw: array | None, s: Any) -> array:
+    """x quantized and dequantized (in x's dtype) times the dequantized w, transposed, in
+    float32, rounded to x's dtype."""
+    xq = quantize(x, gs, b, mode, global_scale=gsx, stream=s)
+    xd = dequantize(*xq, group_size=gs, bits=b, mode=mode, global_scale=gsx, dtype=x.dtype,
+                    stream=s)
+    wd = _fp.fp_dequantize(w, scales, mode, gsw, dt.float32, s)
+    return astype(matmul(astype(xd, dt.float32, s), swapaxes(wd, -1, -2, stream=s), stream=s),
+                  x.dtype, s)
+
+
 def gather_qmm(x: array, w: array, /, scales: array, biases: array | None = None,
                lhs_indices: array | None = None, rhs_indices: array | None = None,
                transpose: bool = True, group_size: int | None = None, bits: int | None = None,
@@ -505,17 +556,9 @@ def gather_qmm(x: array, w: array, /, scales: array, biases: array | None = None
     xb, wb = x.shape[:-2], w.shape[:-2]
     if global_scale is not None:
         global_scale = _gather_global_scale(global_scale, mode, math.prod(wb))
-    li = _indices(lhs_indices, xb, s)
-    ri = _indices(rhs_indices, wb, s)
-    from ._base import broadcast_shapes
-    bshape = broadcast_shapes(li.shape, ri.shape)
-    li = reshape(broadcast_to(li, bshape, stream=s), (-1,), stream=s)
-    ri = reshape(broadcast_to(ri, bshape, stream=s), (-1,), stream=s)
-    xs = take(reshape(x, (-1, *x.shape[-2:]), stream=s), li, axis=0, stream=s)
-    ws = take(reshape(w, (-1, *w.shape[-2:]), stream=s), ri, axis=0, stream=s)
-    ss = take(reshape(scales, (-1, *scales.shape[-2:]), stream=s), ri, axis=0, stream=s)
-    bs = None if biases is None else take(reshape(biases, (-1, *biases.shape[-2:]), stream=s),
-                                          ri, axis=0, stream=s)
+    li, ri, bshape = _flat_indices(lhs_indices, rhs_indices, xb, wb, s)
+    xs, ws, ss = (_take_matrices(a, i, s) for a, i in ((x, li), (w, ri), (scales, ri)))
+    bs = None if biases is None else _take_matrices(biases, ri, s)
     gsel = None
     if global_scale is not None:  # each gathered matrix with its own expert's scale
         gsel = reshape(global_scale, (), stream=s) if global_scale.size == 1 else reshape(
@@ -552,31 +595,18 @@ def qqmm(x: array, w: array, scales: array | None = None, group_size: int | None
     if w.ndim != 2:
         raise ValueError("[qqmm] Only 2D inputs are supported but x.ndim() == "
                          f"{x.ndim} and w.ndim() == {w.ndim}.")
-    if mode == "nvfp4" and (global_scale_x is None) != (global_scale_w is None):
-        raise ValueError("[qqmm] For nvfp4 mode, either both global_scale_x and global_scale_w "
-                         "must be provided, or neither.")
     gsx = None if global_scale_x is None else as_array(global_scale_x)
     gsw = None if global_scale_w is None else as_array(global_scale_w)
-    if mode != "nvfp4" and (gsx is not None or gsw is not None):
-        raise ValueError("[qqmm] Global scale is only supported for 'nvfp4' quantization mode.")
-    if not quantized:
-        w, scales, *_ = quantize(w, group_size, bits, mode, global_scale=gsw, stream=s)
-    dgs, dbits = _fp.FP_MODES.get(mode, (64, 4))
-    gs = dgs if group_size is None else int(group_size)
-    b = dbits if bits is None else int(bits)
+    _check_global_scales("qqmm", mode, gsx, gsw)
+    w, scales, gs, b = _qq_weights(w, scales, group_size, bits, mode, gsw, s)
     _check_affine("qqmm", w, scales, None, gs, b, need_biases=False)
     _qmm_prepare("qqmm", x, w, scales, None, True, gs, b, need_biases=False)
     if mode == "affine":
         raise NotImplementedError("[qqmm] The 'affine' mode has no biases here; use "
                                   "quantized_matmul for affine weights.")
     rows = reshape(x, (-1, x.shape[-1]), stream=s)
-    xq = quantize(rows, gs, b, mode, global_scale=gsx, stream=s)
-    xd = dequantize(*xq, group_size=gs, bits=b, mode=mode, global_scale=gsx, dtype=x.dtype,
-                    stream=s)
-    xd = reshape(xd, x.shape, stream=s)
-    wd = _fp.fp_dequantize(w, scales, mode, gsw, dt.float32, s)
-    res = astype(matmul(astype(xd, dt.float32, s), swapaxes(wd, -1, -2, stream=s), stream=s),
-                 x.dtype, s)
+    res = _qq_product(rows, w, scales, gs, b, mode, gsx, gsw, s)
+    res = reshape(res, (*x.shape[:-1], res.shape[-1]), stream=s)
     blocked = [(i, RuntimeError, "[QQMatmul::vjp] Gradients of qqmm are not implemented in "
                                  "pycudamlx.") for i in range(3)]
     return guard_operands(res, (as_array(x), w, scales), blocked, blocked)
@@ -605,17 +635,8 @@ def gather_qqmm(x: array, w: array, /, scales: array | None = None,
                          "quantized.")
     gsx = None if global_scale_x is None else as_array(global_scale_x)
     gsw = None if global_scale_w is None else as_array(global_scale_w)
-    if mode == "nvfp4" and (gsx is None) != (gsw is None):
-        raise ValueError("[gather_qqmm] For nvfp4 mode, either both global_scale_x and "
-                         "global_scale_w must be provided, or neither.")
-    if mode != "nvfp4" and (gsx is not None or gsw is not None):
-        raise ValueError("[gather_qqmm] Global scale is only supported for 'nvfp4' "
-                         "quantization mode.")
-    if not quantized:
-        w, scales, *_ = quantize(w, group_size, bits, mode, global_scale=gsw, stream=s)
-    dgs, dbits = _fp.FP_MODES.get(mode, (64, 4))
-    gs = dgs if group_size is None else int(group_size)
-    b = dbits if bits is None else int(bits)
+    _check_global_scales("gather_qqmm", mode, gsx, gsw)
+    w, scales, gs, b = _qq_weights(w, scales, group_size, bits, mode, gsw, s)
     # MLX checks the matrices with qqmm's checks (and name)
     _check_affine("qqmm", w, scales, None, gs, b, need_biases=False)
     _qmm_prepare("qqmm", x, w, scales, None, True, gs, b, need_biases=False)
@@ -632,21 +653,9 @@ def gather_qqmm(x: array, w: array, /, scales: array | None = None,
     if x.dtype.kind != "f" or x.dtype is dt.float64:
         raise ValueError("[gather_qqmm] Only real floating types except float64 are supported "
                          f"but first argument dtype == {x.dtype.name}.")
-    from ._base import broadcast_shapes
-    li = _indices(lhs_indices, x.shape[:-2], s)
-    ri = _indices(rhs_indices, w.shape[:-2], s)
-    bshape = broadcast_shapes(li.shape, ri.shape)
-    li = reshape(broadcast_to(li, bshape, stream=s), (-1,), stream=s)
-    ri = reshape(broadcast_to(ri, bshape, stream=s), (-1,), stream=s)
-    xs = take(reshape(x, (-1, *x.shape[-2:]), stream=s), li, axis=0, stream=s)
-    ws = take(reshape(w, (-1, *w.shape[-2:]), stream=s), ri, axis=0, stream=s)
-    ss = take(reshape(scales, (-1, *scales.shape[-2:]), stream=s), ri, axis=0, stream=s)
-    xq = quantize(xs, gs, b, mode, global_scale=gsx, stream=s)
-    xd = dequantize(*xq, group_size=gs, bits=b, mode=mode, global_scale=gsx, dtype=x.dtype,
-                    stream=s)
-    wd = _fp.fp_dequantize(ws, ss, mode, gsw, dt.float32, s)
-    res = astype(matmul(astype(xd, dt.float32, s), swapaxes(wd, -1, -2, stream=s), stream=s),
-                 x.dtype, s)
+    li, ri, bshape = _flat_indices(lhs_indices, rhs_indices, x.shape[:-2], w.shape[:-2], s)
+    xs, ws, ss = (_take_matrices(a, i, s) for a, i in ((x, li), (w, ri), (scales, ri)))
+    res = _qq_product(xs, ws, ss, gs, b, mode, gsx, gsw, s)
     res = reshape(res, (*bshape, *res.shape[-2:]), stream=s)
     blocked = [(i, RuntimeError, "[GatherQQMM::vjp] Gradients of gather_qqmm are not "
                                  "implemented in pycudamlx.") for i in range(3)]

@@ -146,6 +146,16 @@ def _check_inputs(input_dims: int, ranks: int) -> None:
             f"The input of size {input_dims} cannot be sharded across {ranks} devices.")
 
 
+def _sharded_from_linear(cls: type, linear_layer: Module, predicate: Callable,
+                         group: Optional[mx.distributed.Group]) -> Module:
+    """A sharded layer of ``cls`` holding this rank's slices of ``linear_layer``'s parameters."""
+    group = group or mx.distributed.init()
+    output_dims, input_dims = linear_layer.weight.shape
+    layer = cls(input_dims, output_dims, hasattr(linear_layer, "bias"), group)
+    layer.update(_shard(linear_layer.parameters(), predicate, group))
+    return layer
+
+
 class AllToShardedLinear(Module):
     """A Linear layer whose output features are split across the group: each rank computes
     its slice; the input's gradient is all-summed over the ranks."""
@@ -174,11 +184,7 @@ class AllToShardedLinear(Module):
     @classmethod
     def from_linear(cls, linear_layer: Module, *, segments: Segments = 1,
                     group: Optional[mx.distributed.Group] = None) -> "AllToShardedLinear":
-        group = group or mx.distributed.init()
-        output_dims, input_dims = linear_layer.weight.shape
-        layer = cls(input_dims, output_dims, hasattr(linear_layer, "bias"), group)
-        layer.update(_shard(linear_layer.parameters(), _all_to_sharded(segments), group))
-        return layer
+        return _sharded_from_linear(cls, linear_layer, _all_to_sharded(segments), group)
 
 
 class ShardedToAllLinear(Module):
@@ -209,11 +215,7 @@ class ShardedToAllLinear(Module):
     @classmethod
     def from_linear(cls, linear_layer: Module, *, segments: Segments = 1,
                     group: Optional[mx.distributed.Group] = None) -> "ShardedToAllLinear":
-        group = group or mx.distributed.init()
-        output_dims, input_dims = linear_layer.weight.shape
-        layer = cls(input_dims, output_dims, hasattr(linear_layer, "bias"), group)
-        layer.update(_shard(linear_layer.parameters(), _sharded_to_all(segments), group))
-        return layer
+        return _sharded_from_linear(cls, linear_layer, _sharded_to_all(segments), group)
 
 
 class _QuantizedSharded(Module):
