@@ -114,11 +114,11 @@ def prefetch(array: Any, device: Any = "gpu", stream: Any = None) -> bool:
     if isinstance(data, np.ndarray):
         if target is None or x.size == 0:
             return False
-        from .graph.evaluate import to_gpu
+        from .backend.cuda.array import from_numpy
 
         s = _cuda_stream(stream, target)
         s.device.activate()
-        to_gpu(x, s)
+        x._data = from_numpy(data, x._dtype, s)  # managed memory serves the host too
         return True
     mem = _memory()
     buf = data.buffer

@@ -83,11 +83,10 @@ _host_refs: dict[int, _HostRef] = {}
 
 
 def _host_freed(ref: _HostRef) -> None:
-    # Called by numpy's deallocation (any thread, any time): only integer arithmetic here.
-    with lock:
-        if _host_refs.get(ref.key) is ref:
-            del _host_refs[ref.key]
-            stats.host_bytes -= ref.nbytes
+    # Called by numpy's deallocation (any thread, any time): only dict and integer operations,
+    # each atomic under the GIL (this runs once per CPU result: no lock on that path).
+    if _host_refs.get(ref.key) is ref and _host_refs.pop(ref.key, None) is ref:
+        stats.host_bytes -= ref.nbytes
 
 
 _ndarray = np.ndarray
@@ -127,12 +126,12 @@ def track_host(arr: np.ndarray) -> None:
     ref = _HostRef(root, _host_freed)
     ref.nbytes = nbytes
     ref.key = key
-    with lock:
-        if key in _host_refs:  # another thread got there first
-            return
-        _host_refs[key] = ref
-        stats.host_bytes += nbytes
-        note_peak()
+    if _host_refs.setdefault(key, ref) is not ref:  # another thread got there first
+        return
+    stats.host_bytes += nbytes
+    total = stats.active_bytes + stats.host_bytes
+    if total > stats.peak_bytes:
+        stats.peak_bytes = total
 
 
 def host_block_size(arr: np.ndarray) -> tuple[int, int]:

@@ -27,6 +27,7 @@ tape: dict | None = None
 
 _gpu_array_module: Any = None
 _memory_module: Any = None
+_constants_module: Any = None
 
 
 def _gpu() -> Any:
@@ -49,6 +50,20 @@ def _memory() -> Any:
     return _memory_module
 
 
+def _constants() -> Any:
+    """backend.cuda.constants (small host values written on the GPU in stream order)."""
+    global _constants_module
+    if _constants_module is None:
+        from ..backend.cuda import constants
+
+        _constants_module = constants
+    return _constants_module
+
+
+#: Host arrays of these sizes go to the GPU through the constant cache (no host sync).
+_CONSTANT_BYTES = frozenset((1, 2, 4, 8))
+
+
 def to_numpy(a: Any) -> np.ndarray:
     """The evaluated data of ``a`` as numpy (a zero-copy view of managed memory where possible)."""
     data = a._data
@@ -61,6 +76,10 @@ def to_gpu(a: Any, cuda_stream: Any) -> Any:
     """The evaluated data of ``a`` as a GpuArray on ``cuda_stream``'s device (uploads once)."""
     data = a._data
     if isinstance(data, np.ndarray):
+        if data.nbytes in _CONSTANT_BYTES:
+            # A Python scalar, a key, a one-element array: written by the GPU in stream order
+            # and cached by value; the array keeps its host data (no sync, no page migration).
+            return _constants().upload(data, a._dtype, cuda_stream)
         g = _gpu().from_numpy(data, a._dtype, cuda_stream)
         a._data = g  # managed memory serves the host too; keep one copy
         return g
@@ -96,15 +115,17 @@ def _run(node: Any) -> None:
         cuda_stream = stream.cuda_stream()
         cuda_stream.device.activate()  # this thread may not have the context current yet
         if prim.gpu_kernel:
-            results = prim.eval_gpu([to_gpu(i, cuda_stream) for i in inputs], outs, cuda_stream)
-            for i in inputs:
-                i._data.buffer.last_use = cuda_stream
+            gpu_inputs = [to_gpu(i, cuda_stream) for i in inputs]
+            results = prim.eval_gpu(gpu_inputs, outs, cuda_stream)
+            for g in gpu_inputs:
+                g.buffer.last_use = cuda_stream
         else:
             if _env.STRICT_GPU:
                 raise StrictGpuError(
                     f"{prim.name} has no GPU kernel and would run on the host "
                     "(PYCUDAMLX_STRICT_GPU=1)")
-            host = prim.eval_cpu([to_numpy(i) for i in inputs], outs)
+            with np.errstate(all="ignore"):
+                host = prim.eval_cpu([to_numpy(i) for i in inputs], outs)
             results = [_gpu().from_numpy(np.asarray(r, dtype=spec[1].np_dtype).reshape(spec[0]),
                                          spec[1], cuda_stream) for r, spec in zip(host, outs)]
     else:
@@ -130,6 +151,38 @@ def _run(node: Any) -> None:
             t._siblings = None
 
 
+def _schedule(stack: list[Any]) -> list[Any]:
+    """The unevaluated nodes reachable from ``stack``, each after all of its inputs.
+
+    An iterative post-order walk (a chain of 10^5 nodes needs no recursion): a node is pushed,
+    on its first pop marked and pushed again above its pending inputs, and emitted on its second
+    pop. A stale duplicate of a node always lies below the copy that expanded it, so ``done``
+    keeps it from being emitted twice."""
+    order: list[Any] = []
+    emit = order.append
+    seen: set[int] = set()
+    mark = seen.add
+    done: set[int] = set()
+    push = stack.append
+    pop = stack.pop
+    while stack:
+        node = pop()
+        key = id(node)
+        if key in seen:
+            if key not in done:
+                done.add(key)
+                emit(node)
+            continue
+        if node._data is not None:
+            continue
+        mark(key)
+        push(node)
+        for inp in node._inputs:
+            if inp._data is None and id(inp) not in seen:
+                push(inp)
+    return order
+
+
 def evaluate(roots: Iterable[Any]) -> None:
     """Evaluate every unevaluated array reachable from ``roots``, inputs first."""
     stack = [r for r in roots if r._data is None]
@@ -143,27 +196,17 @@ def evaluate(roots: Iterable[Any]) -> None:
         else:
             with _lock:
                 if node._data is None:
-                    _run(node)
+                    if node._stream.is_gpu:
+                        _run(node)
+                    else:
+                        with np.errstate(all="ignore"):  # numpy bodies rely on it
+                            _run(node)
             return
-    with _lock:
-        order: list[Any] = []
-        seen: set[int] = set()
-        # Iterative post-order DFS: a node is appended after all of its inputs.
-        work: list[tuple[Any, bool]] = [(r, False) for r in stack]
-        while work:
-            node, expanded = work.pop()
-            if expanded:
-                order.append(node)
-                continue
-            key = id(node)
-            if key in seen or node._data is not None:
-                continue
-            seen.add(key)
-            work.append((node, True))
-            for inp in node._inputs:
-                if inp._data is None and id(inp) not in seen:
-                    work.append((inp, False))
-        del work, seen
+    # numpy's error state is set once for the whole walk (numpy bodies rely on it; entering it
+    # costs about a microsecond, too much to pay per node).
+    with _lock, np.errstate(all="ignore"):
+        order = _schedule(stack)
+        del stack
         for i in range(len(order)):
             node = order[i]
             order[i] = None  # let intermediates go once their consumers ran

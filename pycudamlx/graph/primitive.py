@@ -5,6 +5,8 @@ was built. ``eval_cpu`` takes and returns numpy arrays; ``eval_gpu`` takes and r
 and launches kernels on a CUDA stream. A primitive without a GPU kernel yet runs its CPU
 implementation on the host's view of managed memory (``gpu_kernel = False``); with
 PYCUDAMLX_STRICT_GPU=1 that fallback raises instead, so GPU tests prove that kernels ran.
+``eval_cpu`` runs under ``np.errstate(all="ignore")`` (set once per evaluation by
+graph/evaluate.py): numpy bodies need not enter it themselves.
 Slots for later transforms (vjp, jvp, vmap) live here too.
 """
 

@@ -75,7 +75,13 @@ _cu: Any = None                 # the cuda.bindings.driver module, once initiali
 _init_error: CudaError | None = None
 _initialised_pid: int | None = None
 _lost: CudaContextLostError | None = None
-_thread_state = threading.local()
+class _ThreadState(threading.local):
+    """The device whose context this thread made current (a class default: reads never miss)."""
+
+    device: "CudaDevice | None" = None
+
+
+_thread_state = _ThreadState()
 
 
 def _error_strings(code: int) -> tuple[str, str]:
@@ -330,7 +336,7 @@ class CudaDevice:
 
     def activate(self) -> None:
         """Make this device's primary context current in the calling thread (cheap if it is)."""
-        if getattr(_thread_state, "device", None) is self:
+        if _thread_state.device is self:
             return
         if _lost is not None:
             check_alive()
@@ -382,7 +388,7 @@ def get_device(index: int = 0) -> CudaDevice:
 
 def current_device() -> CudaDevice | None:
     """The device whose context this thread made current through us, if any."""
-    return getattr(_thread_state, "device", None)
+    return _thread_state.device
 
 
 # --------------------------------------------------------------------------------------------------

@@ -200,7 +200,7 @@ class Buffer:
             return
         self.ptr = 0
         _release(ptr, self.nbytes, self.capacity, self.kind, self.counted,
-                 self.last_use or self.last_write)
+                 self.last_use or self.last_write, self.device.index)
 
     def __del__(self) -> None:
         if self.ptr:
@@ -303,11 +303,10 @@ def prefetch_to_host(buf: Buffer, offset: int = 0, nbytes: int | None = None) ->
 
 
 def _release(ptr: int, nbytes: int, capacity: int, kind: str, location: int,
-             last_use: Any) -> None:
+             last_use: Any, device_index: int) -> None:
     """Give a buffer's block back to the pool (no driver call: safe in destructors)."""
-    with _stats_lock:
-        stats.active_bytes -= nbytes
-    _pool.put(ptr, capacity, kind, location, last_use)
+    stats.active_bytes -= nbytes
+    _pool.put(ptr, capacity, kind, location, last_use, device_index)
 
 
 def _block_size(nbytes: int) -> int:
@@ -325,6 +324,11 @@ class _Pool:
     array refers to it any more; work already queued that reads it precedes any later work on the
     same stream. A block reused from another stream is made safe by an event wait (see allocate).
     Each entry remembers where the guard counts the block's pages (HOST or a device).
+
+    ``take`` and ``put`` run on every op: they take no lock. A list's ``append`` and ``pop`` are
+    atomic under the GIL, so two threads never get one block; the byte counters are plain
+    integer updates (statistics, as MLX's, may be off by a block while threads race). ``trim``
+    and ``clear`` take the lock against each other.
     """
 
     def __init__(self) -> None:
@@ -339,31 +343,29 @@ class _Pool:
     def limit(self, value: int | None) -> None:
         memstats.cache_limit = value
 
-    def put(self, ptr: int, size: int, kind: str, location: int, last_use: Any) -> None:
-        entry = (ptr, location, last_use)
-        key = (kind, _device_of_ptr.get(ptr, 0), size)
-        with self.lock:
-            blocks = self.free.get(key)
-            if blocks is None:
-                blocks = self.free[key] = []
-            blocks.append(entry)
-            with _stats_lock:
-                stats.cached_bytes += size
-            limit = memstats.cache_limit
-            over = limit is not None and stats.cached_bytes > limit
-        if over and not sys.is_finalizing():
-            self.trim(limit or 0)
+    def put(self, ptr: int, size: int, kind: str, location: int, last_use: Any,
+            device_index: int) -> None:
+        key = (kind, device_index, size)
+        blocks = self.free.get(key)
+        if blocks is None:
+            blocks = self.free.setdefault(key, [])
+        blocks.append((ptr, location, last_use))
+        stats.cached_bytes += size
+        limit = memstats.cache_limit
+        if limit is not None and stats.cached_bytes > limit and not sys.is_finalizing():
+            self.trim(limit)
 
     def take(self, kind: str, device: int, size: int) -> tuple[int, int, Any] | None:
-        with self.lock:
-            blocks = self.free.get((kind, device, size))
-            if not blocks:
-                return None
+        blocks = self.free.get((kind, device, size))
+        if not blocks:
+            return None
+        try:
             block = blocks.pop()
-            with _stats_lock:
-                stats.cached_bytes -= size
-                stats.pool_hits += 1
-            return block
+        except IndexError:  # another thread took the last one
+            return None
+        stats.cached_bytes -= size
+        stats.pool_hits += 1
+        return block
 
     def trim(self, keep_bytes: int = 0) -> int:
         """Return cached blocks to the driver until at most ``keep_bytes`` stay cached
@@ -373,14 +375,16 @@ class _Pool:
             with self.lock:
                 if stats.cached_bytes <= keep_bytes:
                     return released
-                keys = [k for k, v in self.free.items() if v]
+                keys = [k for k, v in list(self.free.items()) if v]
                 if not keys:
                     return released
                 key = max(keys, key=lambda k: k[2])
-                ptr, location, last_use = self.free[key].pop()
+                try:
+                    ptr, location, last_use = self.free[key].pop()
+                except IndexError:  # taken meanwhile by an allocation
+                    continue
                 kind, device, size = key
-                with _stats_lock:
-                    stats.cached_bytes -= size
+                stats.cached_bytes -= size
             if last_use is not None:  # cuMemFree waits anyway; make it explicit and cheap
                 try:
                     last_use.synchronize()
@@ -444,11 +448,11 @@ def set_memory_limit(limit: int | None) -> int | None:
 
 
 def _count(nbytes: int) -> None:
-    with _stats_lock:
-        stats.active_bytes += nbytes
-        total = stats.active_bytes + stats.host_bytes
-        if total > stats.peak_bytes:
-            stats.peak_bytes = total
+    """Count a new live buffer (no lock: see _Pool)."""
+    stats.active_bytes += nbytes
+    total = stats.active_bytes + stats.host_bytes
+    if total > stats.peak_bytes:
+        stats.peak_bytes = total
 
 
 # ------------------------------------------------------------------------------------------------
