@@ -4,6 +4,10 @@ This is the only module that knows how cuda-bindings 12.x and 13.x differ (prefe
 a ``CUmemLocation`` in both, but 12.x names them ``*_v2``). Every ``CUresult`` the package sees is
 translated here, once, into a typed exception that carries the CUDA error name, its description and
 the call that failed. Importing this module never touches the driver: ``cuInit`` runs on first use.
+
+For tests and profiling, ``use_null_driver()`` (or ``PYCUDAMLX_NULL_DRIVER=1`` at the first
+``init``) puts ``null_driver.NullDriver`` in the bindings' place: the GPU path runs on a machine
+without a GPU, and no kernel executes.
 """
 
 from __future__ import annotations
@@ -12,7 +16,10 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from .null_driver import NullDriver
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +89,7 @@ class _ThreadState(threading.local):
 
 
 _thread_state = _ThreadState()
+_null: Any = None               # the NullDriver, while it stands in for the bindings
 
 
 def _error_strings(code: int) -> tuple[str, str]:
@@ -210,6 +218,9 @@ def init() -> Any:
             return _cu
         if _init_error is not None:
             raise _copy_error(_init_error)
+        if os.environ.get("PYCUDAMLX_NULL_DRIVER", "").strip().lower() not in (
+                "", "0", "false", "no", "off"):
+            return _install_null_driver()
         try:
             from cuda.bindings import driver as cu_mod
         except ImportError as exc:
@@ -240,6 +251,49 @@ def init() -> Any:
         _cu = cu_mod
         _initialised_pid = os.getpid()
         return cu_mod
+
+
+def use_null_driver() -> NullDriver:
+    """For tests and profiling only: make ``init()`` return a null driver from now on.
+
+    The whole GPU path (graph evaluation, memory pool, kernel loading, launches) then runs on the
+    host with one H200-like device and no kernel executing; the returned object counts the
+    calls. Resets this module's state (a failed earlier init, the devices, the lost context).
+    Call it before the first GPU use: a real device already in use cannot be swapped out
+    (RuntimeError), and ``mx.default_device()`` is decided once, at its first call. Calling it
+    again while the null driver is installed returns the same instance.
+    """
+    with _lock:
+        if _null is not None and _cu is _null:
+            return _null
+        if _devices:
+            raise RuntimeError("use_null_driver() must come before the first GPU use: the real "
+                               "driver's devices, streams and kernels are already in use")
+        return _install_null_driver()
+
+
+def null_driver() -> NullDriver | None:
+    """The installed null driver, or None with the real bindings (or none at all)."""
+    cu = _null
+    return cu if cu is not None and _cu is cu else None
+
+
+def _install_null_driver() -> NullDriver:
+    global _cu, _init_error, _initialised_pid, _lost, _null, _thread_state
+    global _prefetch_fn, _advise_fn
+    from .null_driver import NullDriver
+
+    with _lock:
+        _devices.clear()
+        _location_cache.clear()
+        _prefetch_fn = _advise_fn = None
+        _thread_state = threading.local()
+        _init_error = None
+        _lost = None
+        _null = _cu = NullDriver()
+        _initialised_pid = os.getpid()
+        log.info("the null CUDA driver is installed: GPU ops run no kernels")
+        return _null
 
 
 def is_available() -> bool:

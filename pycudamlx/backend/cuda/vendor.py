@@ -3,7 +3,9 @@
 ``cuda.pathfinder`` finds the library of the installed wheel (cu12 or cu13 name), so nothing is
 compiled and no toolkit is needed. A library that is missing, of the wrong major version or
 without a symbol we bind is remembered as unavailable with the reason (``pycudamlx info``
-prints it), and its callers take their fallback (the NVRTC GEMM, host FFTs).
+prints it), and its callers take their fallback (the NVRTC GEMM, host FFTs). Under the null
+driver (``driver.use_null_driver()``) every library is unavailable, since a vendor call would run
+real GPU code on the fake's handles and pointers.
 """
 
 from __future__ import annotations
@@ -14,12 +16,17 @@ import os
 import threading
 from typing import Any, Callable
 
+from . import driver
+
 log = logging.getLogger(__name__)
 
 
 def env_switch_on(name: str) -> bool:
     """A PYCUDAMLX_DISABLE_* style switch: set to anything but "", 0, false, no, off."""
     return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+NULL_DRIVER_REASON = "unavailable under the null CUDA driver (no kernel runs)"
 
 
 class VendorLibrary:
@@ -29,17 +36,26 @@ class VendorLibrary:
     def __init__(self, name: str, bind: Callable[[Any], None], fallback: str) -> None:
         self.name = name          # pathfinder's name: "cublas", "cufft"
         self.lib: Any = None
-        self.error: str | None = None
+        self._error: str | None = None
         self._bind = bind         # sets argtypes/restype; raises on a missing symbol
         self._fallback = fallback
         self._lock = threading.Lock()
 
+    @property
+    def error(self) -> str | None:
+        """Why the library is unavailable (None when it is loaded, or not tried yet)."""
+        if driver.null_driver() is not None:
+            return NULL_DRIVER_REASON
+        return self._error
+
     def load(self) -> Any:
         """The loaded library, or None when it is unavailable (tried once)."""
-        if self.lib is not None or self.error is not None:
+        if driver.null_driver() is not None:
+            return None
+        if self.lib is not None or self._error is not None:
             return self.lib
         with self._lock:
-            if self.lib is None and self.error is None:
+            if self.lib is None and self._error is None:
                 try:
                     from cuda import pathfinder
 
@@ -47,6 +63,6 @@ class VendorLibrary:
                     self._bind(lib)
                     self.lib = lib
                 except Exception as exc:  # not installed, wrong major, no symbols
-                    self.error = f"{type(exc).__name__}: {exc}"
+                    self._error = f"{type(exc).__name__}: {exc}"
                     log.info("%s unavailable (%s); %s", self.name, self.error, self._fallback)
         return self.lib

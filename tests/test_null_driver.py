@@ -1,0 +1,444 @@
+"""The GPU code path on the null driver (backend/cuda/null_driver.py): no GPU needed, so these run
+in CI. They count what the path asks of the driver -- kernels launched, calls that would block
+the host -- over whole programs, which no CPU test sees and a GPU test sees only as time.
+
+The null driver cannot be swapped back out within a process (devices, streams, loaded kernels
+and pooled blocks are built on it, and ``mx.default_device()`` is decided once), and on a GPU
+machine its kernels would poison the real device's caches. So every ``@null_test`` runs in one
+child pytest process started with ``PYCUDAMLX_NULL_DRIVER=1`` and ``PYCUDAMLX_STRICT_GPU=1``;
+the parent replays each test's outcome, and its xfail marks apply there (the child runs with
+``--runxfail``, reporting raw results). The rest of the suite never sees the null driver.
+"""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+from conftest import REPO, subprocess_env
+
+CHILD = os.environ.get("_PYCUDAMLX_NULL_DRIVER_CHILD") == "1"
+_MARKER = "_PYCUDAMLX_NULL_DRIVER_CHILD"
+
+# The host-synchronizing paths the lead is removing; each xfail below names its cause.
+_SCALAR_UPLOAD = ("a Python scalar operand is uploaded through memory.allocate(stream=None), "
+                  "which synchronizes the stream when it reuses a pooled block")
+
+
+# --------------------------------------------------------------------------------------------------
+# The child process and the replay
+
+
+@pytest.fixture(scope="module")
+def null_child(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, str]]:
+    """Run this file's ``@null_test``s in a child on the null driver; name -> (outcome, detail)."""
+    xml = tmp_path_factory.mktemp("null_driver") / "results.xml"
+    env = subprocess_env(PYCUDAMLX_NULL_DRIVER="1", PYCUDAMLX_STRICT_GPU="1", **{_MARKER: "1"})
+    env.pop("PYTEST_ADDOPTS", None)  # the parent's options (say, -n for xdist) are not the child's
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--runxfail",
+         "-o", "addopts=", f"--junitxml={xml}", __file__],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    tail = (proc.stdout + proc.stderr)[-4000:]
+    if not xml.exists():
+        pytest.fail(f"the null-driver child process wrote no results (rc {proc.returncode}):\n"
+                    f"{tail}", pytrace=False)
+    results: dict[str, tuple[str, str]] = {}
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        outcome, detail = "passed", ""
+        for child in case:
+            if child.tag in ("failure", "error"):
+                outcome, detail = "failed", (child.get("message") or "") + "\n" + (child.text or "")
+            elif child.tag == "skipped":
+                outcome, detail = "skipped", child.get("message") or ""
+        results[case.get("name", "")] = (outcome, detail)
+    results["<output>"] = ("", tail)
+    return results
+
+
+def null_test(fn: Callable[..., None]) -> Callable[..., None]:
+    """Run ``fn`` in the null-driver child; in the parent, replay the child's outcome."""
+    if CHILD:
+        return fn
+
+    def replay(null_child: dict[str, tuple[str, str]], request: pytest.FixtureRequest,
+               **params: Any) -> None:
+        name = request.node.name
+        outcome, detail = null_child.get(name, ("missing", ""))
+        if outcome == "passed":
+            return
+        if outcome == "skipped":
+            pytest.skip(detail)
+        if outcome == "missing":
+            detail = "the child did not run it:\n" + null_child["<output>"][1]
+        pytest.fail(f"in the null-driver child process: {detail}", pytrace=False)
+
+    replay.__name__ = fn.__name__
+    replay.__qualname__ = fn.__qualname__
+    replay.__doc__ = fn.__doc__
+    replay.__module__ = fn.__module__
+    # The parent takes the test's own arguments too (parametrize needs them), and ignores them.
+    own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+           for p in inspect.signature(fn).parameters.values()]
+    replay.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+         for n in ("null_child", "request")] + own)
+    if hasattr(fn, "pytestmark"):  # marks applied below the decorator (parametrize, xfail)
+        replay.pytestmark = fn.pytestmark  # type: ignore[attr-defined]
+    return replay
+
+
+def test_the_parent_process_keeps_the_real_driver() -> None:
+    """The rest of the suite sees the machine as it is (here: no GPU), never the fake."""
+    if CHILD:
+        pytest.skip("parent-side check")
+    from pycudamlx.backend.cuda import driver
+
+    assert driver.null_driver() is None
+
+
+# --------------------------------------------------------------------------------------------------
+# Helpers (child side)
+
+
+def _null() -> Any:
+    from pycudamlx.backend.cuda import driver
+
+    cu = driver.init()  # PYCUDAMLX_NULL_DRIVER=1 installs it at the first init
+    assert cu is driver.null_driver() is not None, "PYCUDAMLX_NULL_DRIVER=1 had no effect"
+    return cu
+
+
+def _evaluated(*arrays: Any) -> None:
+    import pycudamlx.core as mx
+
+    mx.eval(*arrays)
+
+
+def _counted(build: Callable[[], Any]) -> Any:
+    """Reset the counters, build a graph, evaluate it once; return the null driver."""
+    import pycudamlx.core as mx
+
+    cu = _null()
+    cu.reset_counters()
+    out = build()
+    mx.eval(out)
+    return cu
+
+
+# --------------------------------------------------------------------------------------------------
+# The null driver itself
+
+
+@null_test
+def test_the_null_driver_is_an_h200_with_the_gpu_as_default_device() -> None:
+    import pycudamlx.core as mx
+    from pycudamlx.backend.cuda import cublas, cufft, driver
+
+    cu = _null()
+    assert driver.init() is cu
+    assert driver.use_null_driver() is cu  # installing it again keeps the instance
+    assert mx.default_device() == mx.gpu
+    assert mx.is_available(mx.gpu) and mx.device_count(mx.gpu) == 1
+    p = driver.get_device(0).properties
+    assert p.compute_capability == (9, 0) and p.arch == "sm_90"
+    assert p.multiprocessors == 132 and p.warp_size == 32
+    assert p.max_threads_per_block == 1024 and p.max_shared_memory_per_block == 48 * 1024
+    assert p.concurrent_managed_access and p.managed_memory
+    assert p.total_memory > 140 * 10**9
+    info = mx.device_info(mx.gpu)
+    assert info["architecture"] == "sm_90" and "null driver" in info["device_name"]
+    # The vendor libraries would run real GPU code: unavailable, with the reason.
+    assert not cublas.available() and not cufft.available()
+    assert "null" in (cublas.load_error() or "")
+
+
+@null_test
+def test_copies_and_memsets_move_real_bytes() -> None:
+    from pycudamlx.backend.cuda import driver, memory
+    from pycudamlx.backend.cuda.stream import default_stream
+
+    dev = driver.get_device(0)
+    stream = default_stream(dev)
+    host = np.arange(1000, dtype=np.float32)
+    for kind in (memory.MANAGED, memory.DEVICE):
+        buf = memory.allocate(host.nbytes, dev, kind, stream)
+        memory.copy_host_to_device(buf, host, stream)
+        back = np.empty_like(host)
+        memory.copy_device_to_host(back, buf, stream)
+        np.testing.assert_array_equal(back, host)
+        memory.memset(buf, 0, stream, 400)
+        memory.copy_device_to_host(back, buf, stream)
+        assert not back[:100].any() and np.array_equal(back[100:], host[100:])
+    managed = memory.allocate(host.nbytes, dev, memory.MANAGED, stream)
+    memory.copy_host_to_device(managed, host, stream)
+    np.testing.assert_array_equal(managed.host_view(np.float32), host)
+
+
+@null_test
+def test_an_allocation_beyond_the_device_raises_out_of_memory() -> None:
+    from pycudamlx.backend.cuda import driver, memory
+
+    with pytest.raises(driver.CudaOutOfMemoryError):
+        memory.allocate(200 * 10**9, driver.get_device(0), memory.DEVICE)
+    with pytest.raises(driver.CudaOutOfMemoryError):  # the managed-memory guard
+        memory.allocate(200 * 10**9, driver.get_device(0), memory.MANAGED)
+
+
+@null_test
+def test_timing_events_measure_host_time() -> None:
+    from pycudamlx.backend.cuda import driver
+    from pycudamlx.backend.cuda.stream import TimingEvent, default_stream
+
+    dev = driver.get_device(0)
+    start, end = TimingEvent(dev), TimingEvent(dev)
+    start.record(default_stream(dev))
+    end.record(default_stream(dev))
+    assert 0.0 <= start.elapsed_ms(end) < 1000.0
+
+
+# --------------------------------------------------------------------------------------------------
+# Ops evaluate end to end on the GPU path (PYCUDAMLX_STRICT_GPU=1: no host fallback)
+
+
+def _ops() -> dict[str, Callable[[Any, Any], Any]]:
+    import pycudamlx.core as mx
+
+    return {
+        "binary": lambda x, b: x + b,
+        "unary": lambda x, b: mx.exp(x),
+        "scalar": lambda x, b: x * 0.5 + 1.0,
+        "compare_where": lambda x, b: mx.where(x > b, x, b),
+        "sum": lambda x, b: mx.sum(x),
+        "sum_axis": lambda x, b: mx.sum(x, axis=0),
+        "max_axis": lambda x, b: mx.max(x, axis=1),
+        "mean": lambda x, b: mx.mean(x),
+        "softmax": lambda x, b: mx.softmax(x, axis=-1),
+        "cumsum": lambda x, b: mx.cumsum(x, axis=1),
+        "matmul": lambda x, b: x @ mx.transpose(x),
+        "matmul_f16": lambda x, b: x.astype(mx.float16) @ mx.transpose(x).astype(mx.float16),
+        "take": lambda x, b: mx.take(x, mx.array([0, 3, 5]), axis=0),
+        "slice": lambda x, b: x[1:5, ::2] + 1,
+        "gather": lambda x, b: x[mx.array([1, 2])],
+        "concatenate": lambda x, b: mx.concatenate([x, x], axis=0),
+        "normal": lambda x, b: mx.random.normal((1000,)),
+        "uniform": lambda x, b: mx.random.uniform(shape=(1000,)),
+        "randint": lambda x, b: mx.random.randint(0, 10, (100,)),
+        "sort": lambda x, b: mx.sort(x, axis=-1),
+        "argsort_long": lambda x, b: mx.argsort(mx.reshape(x, (-1,))),
+        "layer_norm": lambda x, b: mx.fast.layer_norm(x, b, b, 1e-5),
+        "attention": lambda x, b: mx.fast.scaled_dot_product_attention(
+            mx.reshape(x, (1, 2, 32, 128)), mx.reshape(x, (1, 2, 32, 128)),
+            mx.reshape(x, (1, 2, 32, 128)), scale=0.1),
+    }
+
+
+_OP_NAMES = ["binary", "unary", "scalar", "compare_where", "sum", "sum_axis", "max_axis",
+             "mean", "softmax", "cumsum", "matmul", "matmul_f16", "take", "slice", "gather",
+             "concatenate", "normal", "uniform", "randint", "sort", "argsort_long", "layer_norm",
+             "attention"]
+
+
+@null_test
+@pytest.mark.parametrize("name", _OP_NAMES)
+def test_ops_run_as_kernels(name: str) -> None:
+    import pycudamlx.core as mx
+
+    assert sorted(_ops()) == sorted(_OP_NAMES)
+    x = mx.ones((64, 128))
+    b = mx.ones((128,))
+    _evaluated(x, b)
+    cu = _counted(lambda: _ops()[name](x, b))
+    assert cu.launches >= 1
+
+
+@null_test
+def test_item_and_numpy_read_back_without_errors() -> None:
+    import pycudamlx.core as mx
+
+    x = mx.ones((1024,))
+    assert isinstance(mx.sum(x + 1).item(), float)  # the value is whatever the block held
+    assert np.array(x * 2).shape == (1024,)
+
+
+@null_test
+def test_matmul_takes_the_nvrtc_gemm() -> None:
+    import pycudamlx.core as mx
+
+    a, b = mx.ones((256, 512)), mx.ones((512, 64))
+    _evaluated(a, b)
+    cu = _counted(lambda: a @ b)
+    assert any("gemm" in name for name in cu.launched_kernels()), cu.launched_kernels()
+
+
+# --------------------------------------------------------------------------------------------------
+# What a chain of ops asks of the driver
+
+
+@null_test
+def test_a_chain_of_adds_launches_one_kernel_per_op_and_never_waits() -> None:
+    import pycudamlx.core as mx
+
+    x, b = mx.ones((1024,)), mx.ones((1024,))
+    _evaluated(x, b)
+
+    def chain() -> Any:
+        y = x
+        for _ in range(1000):
+            y = y + b
+        return y
+
+    for _ in range(2):  # fresh blocks the first time, pooled ones the second
+        cu = _counted(chain)
+        assert cu.launches == 1000
+        assert cu.synchronizing_calls() <= 2, dict(cu.calls)
+        assert set(cu.launched_kernels()) == {n for n in cu.launched_kernels() if "binary" in n}
+
+
+@null_test
+def test_one_sum_is_one_launch() -> None:
+    import pycudamlx.core as mx
+
+    for n in (1024, 1 << 22):  # one block per row, and partials the last block combines
+        x = mx.ones((n,))
+        _evaluated(x)
+        cu = _counted(lambda: mx.sum(x))
+        assert cu.launches == 1, list(cu.launch_log)
+        assert cu.synchronizing_calls() == 0
+
+
+@null_test
+def test_memory_returns_to_baseline_when_arrays_are_dropped() -> None:
+    import pycudamlx.core as mx
+
+    cu = _null()
+    gc.collect()
+    mx.clear_cache()
+    active, driver_bytes = mx.get_active_memory(), cu.allocated
+    arrays = [mx.ones((n,)) + i for i, n in enumerate((1000, 100_000, 3_000_000))]
+    arrays.append(mx.sum(arrays[-1], axis=0))
+    arrays.append(arrays[0] @ mx.ones((1000, 1000)))
+    mx.eval(arrays)
+    assert mx.get_active_memory() > active
+    assert cu.allocated > driver_bytes
+    del arrays
+    gc.collect()
+    assert mx.get_active_memory() == active
+    assert mx.get_cache_memory() > 0
+    mx.clear_cache()
+    assert mx.get_cache_memory() == 0
+    # The driver got every block back, bar the library's own scratch (split-reduction counters
+    # live as long as their stream).
+    assert cu.allocated - driver_bytes <= 64 * 1024, cu.allocated - driver_bytes
+
+
+@null_test
+def test_full_updates_in_place_do_not_wait() -> None:
+    import pycudamlx.core as mx
+
+    x, v = mx.zeros((1024,)), mx.ones((1024,))
+    _evaluated(x, v)
+
+    def updates() -> Any:
+        for _ in range(100):
+            x[...] = v
+        return x
+
+    cu = _counted(updates)
+    assert cu.synchronizing_calls() <= 2, dict(cu.calls)
+
+
+@pytest.mark.xfail(strict=True, reason=_SCALAR_UPLOAD)
+@null_test
+def test_a_chain_with_python_scalars_never_waits() -> None:
+    import pycudamlx.core as mx
+
+    x = mx.ones((1024,))
+    _evaluated(x)
+
+    def chain() -> Any:
+        y = x
+        for _ in range(1000):
+            y = y * 0.5 + 1.0
+        return y
+
+    cu = _counted(chain)
+    assert cu.launches == 2000
+    assert cu.synchronizing_calls() <= 2, dict(cu.calls)
+
+
+@pytest.mark.xfail(strict=True, reason=_SCALAR_UPLOAD + " (the value of x[0] = 1.0)")
+@null_test
+def test_scalar_updates_in_place_do_not_wait() -> None:
+    import pycudamlx.core as mx
+
+    x = mx.zeros((1024,))
+    _evaluated(x)
+
+    def updates() -> Any:
+        for i in range(100):
+            x[i] = 1.0
+        return x
+
+    cu = _counted(updates)
+    assert cu.synchronizing_calls() <= 2, dict(cu.calls)
+
+
+@pytest.mark.xfail(strict=True, reason=_SCALAR_UPLOAD + " (per step: ~17 float32 scalars -- "
+                   "hyperparameters, bias corrections, the loss's constants -- and the uint64 "
+                   "step count)")
+@null_test
+def test_optimizer_steps_evaluated_once_do_not_wait() -> None:
+    import pycudamlx.core as mx
+    import pycudamlx.nn as nn
+    import pycudamlx.optimizers as optim
+
+    model = nn.Linear(16, 8)
+    opt = optim.AdamW(learning_rate=1e-3)
+    a = mx.ones((4, 16))
+
+    def loss(m: Any, inp: Any) -> Any:
+        return mx.mean(m(inp) ** 2)
+
+    step = nn.value_and_grad(model, loss)
+    _, grads = step(model, a)
+    opt.update(model, grads)
+    mx.eval(model.parameters(), opt.state)  # state initialised, kernels loaded
+
+    def steps() -> Any:
+        for _ in range(5):
+            _, g = step(model, a)
+            opt.update(model, g)
+        return [model.parameters(), opt.state]
+
+    cu = _counted(steps)
+    assert cu.launches > 0
+    assert cu.synchronizing_calls() <= 2, dict(cu.calls)
+
+
+@pytest.mark.xfail(strict=True, reason="each mx.random.normal call uploads its key (a host "
+                   "array) through memory.allocate(stream=None), which synchronizes the stream "
+                   "when it reuses a pooled block")
+@null_test
+def test_random_draws_do_not_wait() -> None:
+    import pycudamlx.core as mx
+
+    acc = mx.zeros((1024,))
+    _evaluated(acc)
+
+    def draws() -> Any:
+        total = acc
+        for _ in range(100):
+            total = total + mx.random.normal((1024,))
+        return total
+
+    cu = _counted(draws)
+    assert cu.synchronizing_calls() <= 2, dict(cu.calls)
