@@ -55,8 +55,30 @@ def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     return out
 
 
+#: (dtype, type, value) -> the 0-d numpy data of a Python scalar (ops make one per call: a
+#: loop's ``x * 0.5`` converts 0.5 once). Float zeros are not cached: -0.0 == 0.0.
+_constant_data: dict[tuple, np.ndarray] = {}
+
+
 def constant(value: Any, dtype: dt.Dtype) -> array:
     """An evaluated 0-d array holding a Python scalar converted to ``dtype``."""
+    t = type(value)
+    if t is float or t is int or t is bool:
+        key = (dtype, t, value)
+        data = _constant_data.get(key)
+        if data is not None:
+            return from_data(data, dtype)
+        data = _constant_value(value, dtype)
+        if value or t is not float:
+            if len(_constant_data) > 1024:
+                _constant_data.clear()
+            data.flags.writeable = False
+            _constant_data[key] = data
+        return from_data(data, dtype)
+    return from_data(_constant_value(value, dtype), dtype)
+
+
+def _constant_value(value: Any, dtype: dt.Dtype) -> np.ndarray:
     if dtype.kind != "c" and isinstance(value, (complex, np.complexfloating)):
         value = value.real  # MLX keeps the real part (numpy would warn: ComplexWarning)
     with np.errstate(all="ignore"):
@@ -70,7 +92,7 @@ def constant(value: Any, dtype: dt.Dtype) -> array:
             data = np.array(value).astype(dtype.np_dtype)
         else:
             data = np.array(value, dtype=dtype.np_dtype)
-    return from_data(data, dtype)
+    return data
 
 
 def as_array(x: Any, dtype: dt.Dtype | None = None) -> array:

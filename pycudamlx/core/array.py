@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..graph import evaluate as _graph_eval
+from ..graph import node as _node
 from ..graph.evaluate import evaluate, to_numpy
 from ..graph.primitive import OutSpec, Primitive
 from . import _compile_trace
@@ -786,26 +787,8 @@ def _to_python_scalar(value: Any, dtype: dt.Dtype) -> Any:
 # Graph construction
 
 
-def _prune(cons: list) -> None:
-    """Drop dead and evaluated consumers from a consumer list ([limit, ref, ref, ...])."""
-    n = len(cons)  # entries appended meanwhile (another thread) stay
-    keep = [r for r in cons[1:n] if (t := r()) is not None and t._prim is not None]
-    cons[1:n] = keep
-    cons[0] = max(8, 2 * len(cons))
-
-
-def _register(node: array, inputs: tuple) -> None:
-    """Record ``node`` as a consumer of each input (weakly; see ``_overwrite``)."""
-    if inputs:
-        ref = _ref(node)
-        for i in inputs:
-            c = i._cons
-            if c is None:
-                i._cons = [8, ref]
-            else:
-                c.append(ref)
-                if len(c) > c[0]:
-                    _prune(c)
+_prune = _node.prune
+_register = _node.register
 
 
 def make(prim: Primitive, inputs: tuple, shape: tuple[int, ...], dtype: dt.Dtype,
@@ -820,7 +803,7 @@ def make(prim: Primitive, inputs: tuple, shape: tuple[int, ...], dtype: dt.Dtype
     a._stream = stream
     a._siblings = None
     a._cons = None
-    if inputs:
+    if inputs:  # graph/node.py register, inlined: this runs on every op call
         ref = _ref(a)
         for i in inputs:
             c = i._cons

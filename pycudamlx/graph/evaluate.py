@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _env
 from ..backend.memstats import track_host
+from . import fusion
 from .primitive import StrictGpuError
 
 _lock = threading.RLock()
@@ -202,14 +203,17 @@ def evaluate(roots: Iterable[Any]) -> None:
                         with np.errstate(all="ignore"):  # numpy bodies rely on it
                             _run(node)
             return
+        inp = node = None  # graph/fusion.py counts references: hold none here
     # numpy's error state is set once for the whole walk (numpy bodies rely on it; entering it
     # costs about a microsecond, too much to pay per node).
     with _lock, np.errstate(all="ignore"):
         order = _schedule(stack)
         del stack
+        if tape is None and len(order) > 1:
+            fusion.plan(order)  # elementwise groups become one node each (graph/fusion.py)
         for i in range(len(order)):
             node = order[i]
             order[i] = None  # let intermediates go once their consumers ran
-            if node._data is None:
+            if node is not None and node._data is None:
                 _run(node)
             del node

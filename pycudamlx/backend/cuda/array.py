@@ -38,7 +38,21 @@ def memory_kind(device: driver.CudaDevice) -> str:
     return kind
 
 
+_strides_of: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major element strides of ``shape`` (cached: every result array asks)."""
+    strides = _strides_of.get(shape)
+    if strides is not None:
+        return strides
+    if len(_strides_of) > 4096:
+        _strides_of.clear()
+    strides = _strides_of[shape] = _compute_strides(shape)
+    return strides
+
+
+def _compute_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides = [0] * len(shape)
     acc = 1
     for i in range(len(shape) - 1, -1, -1):
@@ -142,12 +156,13 @@ class GpuArray:
 
 def empty(shape: tuple[int, ...], dtype: dt.Dtype, stream: CudaStream) -> GpuArray:
     """A new contiguous array whose first user is ``stream``."""
-    n = 1
+    n = dtype.size
     for e in shape:
         n *= e
     device = stream.device
-    buf = memory.allocate(n * dtype.size, device, memory_kind(device), stream)
-    return GpuArray(buf, 0, shape, contiguous_strides(shape), dtype)
+    kind = _kinds.get(device.index) or memory_kind(device)
+    return GpuArray(memory.allocate(n, device, kind, stream), 0, shape,
+                    _strides_of.get(shape) or contiguous_strides(shape), dtype)
 
 
 def from_numpy(host: np.ndarray, dtype: dt.Dtype, stream: CudaStream) -> GpuArray:

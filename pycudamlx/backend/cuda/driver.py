@@ -287,7 +287,7 @@ def _install_null_driver() -> NullDriver:
         _devices.clear()
         _location_cache.clear()
         _prefetch_fn = _advise_fn = None
-        _thread_state = threading.local()
+        _thread_state = _ThreadState()
         _init_error = None
         _lost = None
         _null = _cu = NullDriver()

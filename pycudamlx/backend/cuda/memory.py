@@ -62,6 +62,7 @@ MANAGED = "managed"
 DEVICE = "device"
 
 _MiB = 1 << 20
+_2MiB = 2 << 20
 #: Memory the guard keeps free for the driver, cuBLAS workspaces and other processes' growth.
 GUARD_HEADROOM = 256 * _MiB
 #: Blocks at least this large (the 2 MiB size classes: requests of 1 MiB and more) are 2 MiB
@@ -580,8 +581,21 @@ def allocate(nbytes: int, device: CudaDevice, kind: str = MANAGED,
     """
     if nbytes < 0:
         raise ValueError(f"cannot allocate a negative number of bytes ({nbytes})")
-    size = _block_size(nbytes)
-    block = _pool.take(kind, device.index, size)
+    # _block_size and _Pool.take inlined: this runs for every op's result
+    if nbytes < _MiB:
+        size = (nbytes + 511) & ~511 if nbytes else 512
+    else:
+        size = (nbytes + _2MiB - 1) & ~(_2MiB - 1)
+    blocks = _pool.free.get((kind, device.index, size))
+    block = None
+    if blocks:
+        try:
+            block = blocks.pop()
+        except IndexError:  # another thread took the last one
+            pass
+        else:
+            stats.cached_bytes -= size
+            stats.pool_hits += 1
     if block is not None:
         ptr, location, last_use = block
         if last_use is not None and last_use is not stream:

@@ -430,6 +430,16 @@ class NullDriver:
         _memset(dst, value, count)
         return (_SUCCESS,)
 
+    def cuMemsetD16Async(self, dst: int, value: int, count: int, stream: int) -> tuple[int]:
+        self.calls["cuMemsetD16Async"] += 1
+        ctypes.memmove(dst, (value & 0xFFFF).to_bytes(2, "little") * count, 2 * count)
+        return (_SUCCESS,)
+
+    def cuMemsetD32Async(self, dst: int, value: int, count: int, stream: int) -> tuple[int]:
+        self.calls["cuMemsetD32Async"] += 1
+        ctypes.memmove(dst, (value & 0xFFFFFFFF).to_bytes(4, "little") * count, 4 * count)
+        return (_SUCCESS,)
+
     # The 13.x spelling: the CUmemLocation forms without the ``_v2`` suffix.
     def cuMemPrefetchAsync(self, ptr: int, nbytes: int, location: CUmemLocation, flags: int,
                            stream: int) -> tuple[int]:

@@ -1,0 +1,197 @@
+"""Automatic elementwise fusion at evaluation: a scheduling decision, not an op.
+
+Before an evaluation runs its nodes, maximal groups of elementwise nodes (unary, binary,
+``astype``, ``where``; broadcasts and scalar operands included) on one GPU stream, of one shape,
+whose intermediates nobody else holds, become one node: the group's last node takes a ``Fused``
+primitive over the group's external inputs, and the other members are dropped unevaluated.
+
+"Nobody else holds" is decided by reference counts: a member is referenced by the evaluation's
+schedule and by its consumers' input tuples, all inside the group, and by nothing else — no
+user variable, no pending node outside this evaluation, no trace. Anything more (a user keeps
+an intermediate, a lazy node built on it waits for a later eval) and it stays a node of its
+own, materialised, and the group reads it as an input. Gradient traces (``tape``) turn fusion
+off: they record every node.
+
+A group's kernel is built on first sight in the background (backend/cuda/fused.py); until it is
+ready the group runs unfused, so no evaluation waits on NVRTC. ``PYCUDAMLX_FUSION=0`` turns
+fusion off (bench rows with and without it); without NVRTC nothing is fused.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import numpy as np
+
+from .node import register
+from .primitives.elementwise import AsType, Binary, Unary, Where
+from .primitives.fused import Fused
+
+_FUSABLE = (Unary, Binary, AsType, Where)
+#: References to a candidate member in the planning loop besides its consumers' input tuples:
+#: the schedule list, the loop variable and getrefcount's own argument.
+_BASE_REFS = 3
+_getrefcount = sys.getrefcount
+
+enabled = os.environ.get("PYCUDAMLX_FUSION", "1").strip().lower() not in ("0", "false", "no",
+                                                                          "off")
+#: Tests of the planner fuse CPU nodes too (Fused's numpy body); never on in normal use.
+on_cpu_for_tests = os.environ.get("PYCUDAMLX_FUSE_CPU_FOR_TESTS", "") == "1"
+_kernels_available: bool | None = None
+_fused_backend: Any = None
+
+
+def _backend() -> Any:
+    global _fused_backend
+    if _fused_backend is None:
+        from ..backend.cuda import fused
+
+        _fused_backend = fused
+    return _fused_backend
+
+
+def _available() -> bool:
+    global _kernels_available
+    if _kernels_available is None:
+        _kernels_available = _backend().available()
+    return _kernels_available
+
+
+def reset() -> None:
+    """Re-read whether fused kernels can be built (after NVRTC was enabled or disabled)."""
+    global _kernels_available
+    _kernels_available = None
+
+
+def plan(order: list[Any]) -> int:
+    """Rewrite fusable groups of ``order`` (a topological schedule) in place; returns the number
+    of nodes folded away. Members other than a group's root become None in ``order``."""
+    if not enabled:
+        return 0
+    types = _FUSABLE
+    candidates = 0
+    for node in order:
+        if type(node._prim) in types and (node._stream.is_gpu or on_cpu_for_tests):
+            candidates += 1
+    if candidates < 2:
+        return 0
+    if not on_cpu_for_tests and not _available():
+        return 0
+    groups: list[list[tuple[int, Any]]] = []
+    group_of: dict[int, int] = {}      # id(node) -> index of the group its consumers are in
+    uses: dict[int, int] = {}          # id(node) -> times it appears in pending input tuples
+    outside: list[set[int]] = []      # per group: ids of its evaluated (external) inputs
+    escapes = -1
+    getrefcount = _getrefcount
+    max_steps = _backend().MAX_STEPS
+    max_inputs = _backend().MAX_INPUTS - 2  # room for pending inputs that stay outside
+    for pos in range(len(order) - 1, -1, -1):
+        node = order[pos]
+        key = id(node)
+        g = escapes
+        if type(node._prim) in types and node._siblings is None and (
+                node._stream.is_gpu or on_cpu_for_tests):
+            cg = group_of.get(key, escapes)
+            if cg != escapes and getrefcount(node) == uses.get(key, 0) + _BASE_REFS:
+                members = groups[cg]
+                root = members[0][1]
+                ext = outside[cg]
+                if (node._shape == root._shape and node._stream is root._stream
+                        and len(members) < max_steps and len(ext) < max_inputs):
+                    members.append((pos, node))
+                    g = cg
+            if g == escapes:
+                g = len(groups)
+                groups.append([(pos, node)])
+                outside.append(set())
+            ext = outside[g]
+            for inp in node._inputs:  # evaluated inputs other than scalars: external slots
+                data = inp._data
+                if data is not None and (type(data) is not np.ndarray or data.ndim):
+                    ext.add(id(inp))
+        for inp in node._inputs:
+            if inp._data is not None:
+                continue
+            ki = id(inp)
+            uses[ki] = uses.get(ki, 0) + 1
+            prev = group_of.get(ki)
+            if prev is None:
+                group_of[ki] = g
+            elif prev != g:
+                group_of[ki] = escapes
+        inp = node = None  # hold no reference into the next iteration's refcount check
+    folded = 0
+    for members in groups:
+        if len(members) >= 2:
+            folded += _fuse(order, members)
+    return folded
+
+
+def _fuse(order: list[Any], members: list[tuple[int, Any]]) -> int:
+    """Give the group's root a Fused primitive over its external inputs, or leave the group
+    alone (its kernel is still being built, or it has too many inputs)."""
+    nodes = [n for _, n in reversed(members)]  # topological order, the root last
+    root = nodes[-1]
+    index = {id(n): i for i, n in enumerate(nodes)}
+    externals: list[Any] = []
+    ext_index: dict[Any, int] = {}
+    for n in nodes:
+        for inp in n._inputs:
+            k = id(inp)
+            if k in index or k in ext_index:
+                continue
+            data = inp._data
+            if type(data) is np.ndarray and data.ndim == 0:
+                # Python scalars are a new 0-d array per op: equal values share one input slot
+                vk = (inp._dtype, data.tobytes())
+                slot = ext_index.get(vk)
+                if slot is None:
+                    slot = ext_index[vk] = len(externals)
+                    externals.append(inp)
+                ext_index[k] = slot
+                continue
+            ext_index[k] = len(externals)
+            externals.append(inp)
+    backend = _backend()
+    if len(externals) > backend.MAX_INPUTS:
+        return 0
+    nin = len(externals)
+    steps = []
+    for n in nodes:
+        srcs = tuple(nin + index[id(i)] if id(i) in index else ext_index[id(i)]
+                     for i in n._inputs)
+        prim = n._prim
+        t = type(prim)
+        if t is Unary:
+            steps.append(("unary", prim.op.name) + srcs + (n._dtype.name,))
+        elif t is Binary:
+            steps.append(("binary", prim.op.name) + srcs + (n._dtype.name,))
+        elif t is AsType:
+            steps.append(("astype", "") + srcs + (n._dtype.name,))
+        else:
+            steps.append(("where", "") + srcs + (n._dtype.name,))
+    inputs = tuple((x._dtype.name, _size(x._shape) == 1) for x in externals)
+    program = (inputs, tuple(steps))
+    module = None
+    if root._stream.is_gpu:
+        from ..backend.cuda import driver
+
+        device = driver.get_device(root._stream.device.index)
+        module = backend.module(program, device)
+        if module is None:
+            return 0
+    root._prim = Fused(program, tuple(n._prim for n in nodes), module)
+    root._inputs = tuple(externals)
+    register(root, root._inputs)  # in-place updates of an input must find the root
+    for pos, _ in members[1:]:
+        order[pos] = None
+    return len(members) - 1
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    n = 1
+    for e in shape:
+        n *= e
+    return n
