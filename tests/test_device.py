@@ -222,6 +222,8 @@ def test_synchronize_accepts_streams_and_devices(mlx):
 def test_device_info_cpu(mlx):
     assert set(mx.device_info(mx.cpu)) == set(mlx.device_info(mlx.cpu))
     assert mx.device_info(mx.cpu)["architecture"] == mlx.device_info(mlx.cpu)["architecture"]
+    # MLX's brand string (/proc/cpuinfo's "model name" on Linux), not platform.processor()
+    assert mx.device_info(mx.cpu)["device_name"] == mlx.device_info(mlx.cpu)["device_name"]
 
 
 @pytest.mark.gpu

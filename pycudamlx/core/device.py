@@ -443,6 +443,35 @@ def _gpu_extra_info(dev: Any) -> dict[str, Any]:
     return out
 
 
+def _cpu_name() -> str:
+    """The CPU's brand string as MLX's CPU backend reports it: /proc/cpuinfo's first "model
+    name" line on Linux (after ": "), machdep.cpu.brand_string on macOS, else the
+    architecture (uname's machine)."""
+    import platform
+    import subprocess
+    import sys
+
+    if sys.platform == "darwin":
+        try:
+            name = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"],
+                                  capture_output=True, text=True, timeout=5).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            name = ""
+        if name:
+            return name
+    elif sys.platform != "win32":
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    if line.startswith("model name"):
+                        n = line.find(": ")
+                        if n >= 0:
+                            return line[n + 2:].rstrip("\n")
+        except OSError:
+            pass
+    return platform.machine() or "unknown"
+
+
 def device_info(d: Device | DeviceType | None = None) -> dict[str, Any]:
     """Information about a device (default: the default device).
 
@@ -456,8 +485,7 @@ def device_info(d: Device | DeviceType | None = None) -> dict[str, Any]:
     if dev_.type == cpu:
         import platform
 
-        return {"architecture": platform.machine(), "device_name": platform.processor() or
-                platform.machine()}
+        return {"architecture": platform.machine(), "device_name": _cpu_name()}
     if not is_available(dev_):
         return {}
     dev = driver.get_device(dev_.index)
