@@ -326,8 +326,10 @@ def test_a_lazy_chain_fuses_into_few_kernels_once_built() -> None:
             y = (y + b) * 0.5
         return y
 
-    first = _counted(chain)  # first sight: the programs are built in the background
-    assert first.launches == 2000
+    # first sight: the programs are built in the background (a disk-cache hit can be ready
+    # before the planner reaches the chain's last groups)
+    first = _counted(chain)
+    assert first.launches <= 2000
     fused.wait()
     cu = _counted(chain)
     steps = fused.MAX_STEPS

@@ -178,9 +178,15 @@ def _schedule(stack: list[Any]) -> list[Any]:
             continue
         mark(key)
         push(node)
-        for inp in node._inputs:
+        inputs = node._inputs
+        # The first input is expanded first, so a node's other inputs come right before it in
+        # the schedule (``y = y * c + d`` keeps its side branches next to their consumer, where
+        # graph/fusion.py groups them).
+        for j in range(len(inputs) - 1, -1, -1):
+            inp = inputs[j]
             if inp._data is None and id(inp) not in seen:
                 push(inp)
+        inp = None
     return order
 
 

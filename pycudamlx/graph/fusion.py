@@ -19,6 +19,7 @@ fusion off (bench rows with and without it); without NVRTC nothing is fused.
 
 from __future__ import annotations
 
+import heapq
 import os
 import sys
 from typing import Any
@@ -75,58 +76,90 @@ def plan(order: list[Any]) -> int:
     for node in order:
         if type(node._prim) in types and (node._stream.is_gpu or on_cpu_for_tests):
             candidates += 1
+    node = None  # hold no reference: _groups counts them
     if candidates < 2:
         return 0
     if not on_cpu_for_tests and not _available():
         return 0
-    groups: list[list[tuple[int, Any]]] = []
-    group_of: dict[int, int] = {}      # id(node) -> index of the group its consumers are in
-    uses: dict[int, int] = {}          # id(node) -> times it appears in pending input tuples
-    outside: list[set[int]] = []      # per group: ids of its evaluated (external) inputs
-    escapes = -1
-    getrefcount = _getrefcount
-    max_steps = _backend().MAX_STEPS
-    max_inputs = _backend().MAX_INPUTS - 2  # room for pending inputs that stay outside
-    for pos in range(len(order) - 1, -1, -1):
-        node = order[pos]
-        key = id(node)
-        g = escapes
-        if type(node._prim) in types and node._siblings is None and (
-                node._stream.is_gpu or on_cpu_for_tests):
-            cg = group_of.get(key, escapes)
-            if cg != escapes and getrefcount(node) == uses.get(key, 0) + _BASE_REFS:
-                members = groups[cg]
-                root = members[0][1]
-                ext = outside[cg]
-                if (node._shape == root._shape and node._stream is root._stream
-                        and len(members) < max_steps and len(ext) < max_inputs):
-                    members.append((pos, node))
-                    g = cg
-            if g == escapes:
-                g = len(groups)
-                groups.append([(pos, node)])
-                outside.append(set())
-            ext = outside[g]
-            for inp in node._inputs:  # evaluated inputs other than scalars: external slots
-                data = inp._data
-                if data is not None and (type(data) is not np.ndarray or data.ndim):
-                    ext.add(id(inp))
-        for inp in node._inputs:
-            if inp._data is not None:
-                continue
-            ki = id(inp)
-            uses[ki] = uses.get(ki, 0) + 1
-            prev = group_of.get(ki)
-            if prev is None:
-                group_of[ki] = g
-            elif prev != g:
-                group_of[ki] = escapes
-        inp = node = None  # hold no reference into the next iteration's refcount check
+    groups = _groups(order)
     folded = 0
     for members in groups:
         if len(members) >= 2:
             folded += _fuse(order, members)
     return folded
+
+
+def _groups(order: list[Any]) -> list[list[tuple[int, Any]]]:
+    """Groups of (position, node), each root first, grown from the schedule's end backwards.
+
+    A group grows from its root toward its inputs in decreasing schedule position, so every
+    consumer of a candidate has been seen before the candidate: it joins when all of its
+    consumers are members (``edges == uses``), nothing else holds it (reference count), and it
+    shares the root's shape and stream."""
+    types = _FUSABLE
+    uses: dict[int, int] = {}      # id -> times the node appears in pending input tuples
+    where: dict[int, int] = {}     # id -> position in the schedule
+    for pos, node in enumerate(order):
+        where[id(node)] = pos
+        for inp in node._inputs:
+            if inp._data is None:
+                k = id(inp)
+                uses[k] = uses.get(k, 0) + 1
+    inp = node = None
+    backend = _backend()
+    max_steps = backend.MAX_STEPS
+    max_inputs = backend.MAX_INPUTS - 2  # room for pending inputs that stay outside
+    getrefcount = _getrefcount
+    gpu_only = not on_cpu_for_tests
+    assigned: set[int] = set()
+    groups: list[list[tuple[int, Any]]] = []
+    heappush, heappop = heapq.heappush, heapq.heappop
+    for start in range(len(order) - 1, -1, -1):
+        root = order[start]
+        key = id(root)
+        if key in assigned or type(root._prim) not in types or root._siblings is not None or (
+                gpu_only and not root._stream.is_gpu):
+            continue
+        assigned.add(key)
+        shape, stream = root._shape, root._stream
+        members = [(start, root)]
+        outside: set[int] = set()
+        edges: dict[int, int] = {}
+        heap: list[int] = []
+        frontier = [root]
+        while frontier:
+            n = frontier.pop()
+            for i in n._inputs:
+                k = id(i)
+                data = i._data
+                if data is not None:
+                    if type(data) is not np.ndarray or data.ndim:
+                        outside.add(k)
+                    continue
+                e = edges.get(k)
+                if e is None:
+                    edges[k] = 1
+                    heappush(heap, -where[k])
+                else:
+                    edges[k] = e + 1
+            i = n = None
+            while heap and not frontier and len(members) < max_steps and len(
+                    outside) < max_inputs:
+                pos = -heappop(heap)
+                cand = order[pos]
+                k = id(cand)
+                if (edges[k] == uses[k] and k not in assigned
+                        and type(cand._prim) in types and cand._siblings is None
+                        and cand._shape == shape and cand._stream is stream
+                        and getrefcount(cand) == uses[k] + _BASE_REFS):
+                    assigned.add(k)
+                    members.append((pos, cand))
+                    frontier.append(cand)
+                cand = None
+        root = None
+        if len(members) > 1:
+            groups.append(members)
+    return groups
 
 
 def _fuse(order: list[Any], members: list[tuple[int, Any]]) -> int:

@@ -54,6 +54,20 @@ def _width(prog: Program) -> int:
     return 16 // max(dt.by_name[n].size for n in names)
 
 
+#: Each step's value goes through an empty asm: the compiler may not contract a multiply of one
+#: step and an add of the next into an FMA (the unfused kernels store between them, so they
+#: round twice; without this a fused float32 chain differs in the last bit).
+_OPAQUE = r"""
+PCM_DEVICE float pcm_opaque(float v) { asm volatile("" : "+f"(v)); return v; }
+PCM_DEVICE double pcm_opaque(double v) { asm volatile("" : "+d"(v)); return v; }
+PCM_DEVICE complex64_t pcm_opaque(complex64_t v) {
+  asm volatile("" : "+f"(v.re), "+f"(v.im));
+  return v;
+}
+template <typename T> PCM_DEVICE T pcm_opaque(T v) { return v; }
+"""
+
+
 def source_of(prog: Program) -> tuple[str, list[registry.KernelSpec]]:
     """CUDA source and kernel specs of a program (common.cuh, math.cuh, one functor a step)."""
     inputs, steps = prog
@@ -75,9 +89,9 @@ def source_of(prog: Program) -> tuple[str, list[registry.KernelSpec]]:
             functor = registry._functor(op, dt.by_name[t].kind, _cname(t))
             functors.append(functor.replace("struct Op {", f"struct Op{k} {{", 1))
             args = ", ".join(f"to_compute({v(s)})" for s in srcs)
-            body.append(f"    const {u} {v(j)} = cast<{u}>(Op{k}()({args}));")
+            body.append(f"    const {u} {v(j)} = pcm_opaque(cast<{u}>(Op{k}()({args})));")
         elif kind == "astype":
-            body.append(f"    const {u} {v(j)} = cast<{u}>({v(srcs[0])});")
+            body.append(f"    const {u} {v(j)} = pcm_opaque(cast<{u}>({v(srcs[0])}));")
         elif kind == "where":
             c, a, b = srcs
             body.append(f"    const {u} {v(j)} = {v(c)} ? {v(a)} : {v(b)};")
@@ -106,6 +120,7 @@ def source_of(prog: Program) -> tuple[str, list[registry.KernelSpec]]:
         for i, (d, sc) in enumerate(inputs) if not sc)
     src = f"""
 // ---- fused elementwise program ({len(steps)} steps, {nin} inputs) ----
+{_OPAQUE}
 {''.join(functors)}
 template <int N>
 __global__ void fused_contig({params}, {u_out}* __restrict__ out, int64_t n) {{
