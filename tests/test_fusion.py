@@ -73,7 +73,7 @@ def test_a_dag_with_shared_nodes_and_dtype_changes(cpu_fusion):
 
     ref, out = _both(build)
     _same(ref, out)
-    assert cpu_fusion[-1] == 9
+    assert cpu_fusion[-1] == 6  # exp and sin are not fused (math libraries differ)
 
 
 def test_held_intermediates_stay_nodes(cpu_fusion):

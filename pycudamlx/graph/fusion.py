@@ -66,6 +66,20 @@ def reset() -> None:
     _kernels_available = None
 
 
+def _fusable(node: Any, exact: frozenset) -> bool:
+    """An elementwise node whose fused result is exactly the unfused one (backend EXACT_OPS;
+    no complex values)."""
+    prim = node._prim
+    t = type(prim)
+    if t is Binary or t is Unary:
+        return prim.op.name in exact and node._inputs[0]._dtype.kind != "c"
+    if t is AsType:
+        return node._dtype.kind != "c" and node._inputs[0]._dtype.kind != "c"
+    if t is Where:
+        return node._dtype.kind != "c"
+    return False
+
+
 def plan(order: list[Any]) -> int:
     """Rewrite fusable groups of ``order`` (a topological schedule) in place; returns the number
     of nodes folded away. Members other than a group's root become None in ``order``."""
@@ -111,6 +125,7 @@ def _groups(order: list[Any]) -> list[list[tuple[int, Any]]]:
     max_inputs = backend.MAX_INPUTS - 2  # room for pending inputs that stay outside
     getrefcount = _getrefcount
     gpu_only = not on_cpu_for_tests
+    exact = backend.EXACT_OPS
     assigned: set[int] = set()
     groups: list[list[tuple[int, Any]]] = []
     heappush, heappop = heapq.heappush, heapq.heappop
@@ -118,7 +133,7 @@ def _groups(order: list[Any]) -> list[list[tuple[int, Any]]]:
         root = order[start]
         key = id(root)
         if key in assigned or type(root._prim) not in types or root._siblings is not None or (
-                gpu_only and not root._stream.is_gpu):
+                gpu_only and not root._stream.is_gpu) or not _fusable(root, exact):
             continue
         assigned.add(key)
         shape, stream = root._shape, root._stream
@@ -150,6 +165,7 @@ def _groups(order: list[Any]) -> list[list[tuple[int, Any]]]:
                 k = id(cand)
                 if (edges[k] == uses[k] and k not in assigned
                         and type(cand._prim) in types and cand._siblings is None
+                        and _fusable(cand, exact)
                         and cand._shape == shape and cand._stream is stream
                         and getrefcount(cand) == uses[k] + _BASE_REFS):
                     assigned.add(k)

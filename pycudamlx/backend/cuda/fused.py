@@ -54,6 +54,20 @@ def _width(prog: Program) -> int:
     return 16 // max(dt.by_name[n].size for n in names)
 
 
+#: Ops a fused kernel computes, each exactly rounded (IEEE) in every compiler, so the result
+#: is the unfused kernels' bit for bit whichever NVRTC built those (kernels_ptx/ holds NVRTC
+#: 12.0's PTX, the fused ones come from the installed NVRTC): transcendental functions
+#: (exp, sin, erf, ...) differ between CUDA's math library versions and are not fused, and
+#: neither is complex arithmetic (its products contract differently).
+EXACT_OPS = frozenset((
+    "add", "subtract", "multiply", "divide", "square", "maximum", "minimum", "negative", "abs",
+    "sqrt", "floor", "ceil", "equal", "not_equal", "greater", "greater_equal", "less",
+    "less_equal", "logical_and", "logical_or", "logical_not", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "left_shift", "right_shift", "isnan", "isinf", "isfinite"))
+#: Float arithmetic steps, written as round-to-nearest intrinsics (never contracted to FMA).
+_RN = {"add": "pcm_rn_add", "subtract": "pcm_rn_sub", "multiply": "pcm_rn_mul",
+       "square": "pcm_rn_mul", "divide": "pcm_rn_div"}
+
 #: Each step's value goes through an empty asm: the compiler may not contract a multiply of one
 #: step and an add of the next into an FMA (the unfused kernels store between them, so they
 #: round twice; without this a fused float32 chain differs in the last bit).
@@ -65,6 +79,14 @@ PCM_DEVICE complex64_t pcm_opaque(complex64_t v) {
   return v;
 }
 template <typename T> PCM_DEVICE T pcm_opaque(T v) { return v; }
+PCM_DEVICE float pcm_rn_add(float a, float b) { return __fadd_rn(a, b); }
+PCM_DEVICE float pcm_rn_sub(float a, float b) { return __fsub_rn(a, b); }
+PCM_DEVICE float pcm_rn_mul(float a, float b) { return __fmul_rn(a, b); }
+PCM_DEVICE float pcm_rn_div(float a, float b) { return __fdiv_rn(a, b); }
+PCM_DEVICE double pcm_rn_add(double a, double b) { return __dadd_rn(a, b); }
+PCM_DEVICE double pcm_rn_sub(double a, double b) { return __dsub_rn(a, b); }
+PCM_DEVICE double pcm_rn_mul(double a, double b) { return __dmul_rn(a, b); }
+PCM_DEVICE double pcm_rn_div(double a, double b) { return __ddiv_rn(a, b); }
 """
 
 
@@ -83,7 +105,12 @@ def source_of(prog: Program) -> tuple[str, list[registry.KernelSpec]]:
         kind, name, *srcs, out = step
         j = nin + k
         u = _cname(out)
-        if kind in ("unary", "binary"):
+        if kind in ("unary", "binary") and name in _RN and dt.by_name[types[srcs[0]]].kind == "f":
+            # float arithmetic as explicit round-to-nearest intrinsics: never contracted
+            a = f"to_compute({v(srcs[0])})"
+            b = f"to_compute({v(srcs[-1])})"
+            body.append(f"    const {u} {v(j)} = cast<{u}>({_RN[name]}({a}, {b}));")
+        elif kind in ("unary", "binary"):
             op = optable.OPS[name]
             t = types[srcs[0]]
             functor = registry._functor(op, dt.by_name[t].kind, _cname(t))
