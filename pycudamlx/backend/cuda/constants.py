@@ -125,7 +125,9 @@ def upload(host: np.ndarray, dtype: dt.Dtype, stream: CudaStream) -> Any:
     g = _cache.get(key)
     if g is not None:
         writer = g.buffer.last_write
-        if writer is not stream:  # written on another stream: this one waits, on the GPU
+        # written on another stream: this one waits, on the GPU (None: a host read already
+        # waited for the write)
+        if writer is not None and writer is not stream:
             stream.wait(writer.record())
         return g
     shape = tuple(host.shape)
