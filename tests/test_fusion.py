@@ -155,3 +155,30 @@ def test_fused_sources_compile(nvrtc_lib, arch, index):
     assert fused.spec_of(_PROGRAMS[index]) is spec  # cached structurally
     other = (_PROGRAMS[index][0], _PROGRAMS[index][1][:-1])
     assert fused.spec_of(other).name != spec.name
+
+
+def test_integer_steps_are_opaque_to_the_next_step(nvrtc_lib):
+    """Signed overflow is undefined in C++: without a barrier between fused steps NVVM folds
+    ``(a + b) > a`` to ``b > 0``, which disagrees with the unfused kernels (they store the
+    wrapped sum) at INT_MAX. The PTX must compare the sum, never a loaded input against 0."""
+    import re
+
+    from pycudamlx.backend.cuda import fused, registry
+
+    prog = ((("int32", False), ("int32", False)),
+            (("binary", "add", 0, 1, "int32"), ("binary", "greater", 2, 0, "bool")))
+    spec = fused.spec_of(prog)
+    options = list(registry.BUILTIN_OPTIONS) + ["-arch=compute_80"]
+    ptx = nvrtc_lib.compile(spec.name, spec.source, spec.expressions, options,
+                            want_cubin=False).image.decode()
+    defined_by = {}
+    for line in ptx.splitlines():
+        m = re.match(r"\s*(\S+)\s+(%r\d+),", line)
+        if m:
+            defined_by[m.group(2)] = m.group(1)
+    compares = re.findall(r"setp\.gt\.s32\s+%p\d+,\s*(%r\d+),\s*([^;]+);", ptx)
+    from_sums = [r for r, _ in compares if defined_by.get(r) == "add.s32"]
+    folded = [r for r, rhs in compares
+              if rhs.strip() == "0" and defined_by.get(r, "").startswith("ld.global")]
+    assert from_sums, "no comparison reads the fused sum"
+    assert not folded, f"(a + b) > a was folded to b > 0: {folded}"

@@ -68,9 +68,13 @@ EXACT_OPS = frozenset((
 _RN = {"add": "pcm_rn_add", "subtract": "pcm_rn_sub", "multiply": "pcm_rn_mul",
        "square": "pcm_rn_mul", "divide": "pcm_rn_div"}
 
-#: Each step's value goes through an empty asm: the compiler may not contract a multiply of one
-#: step and an add of the next into an FMA (the unfused kernels store between them, so they
-#: round twice; without this a fused float32 chain differs in the last bit).
+#: Each step's value goes through an empty asm, so the compiler knows nothing of it in the
+#: next step, as the unfused kernels' loads know nothing of their input. Integers need it
+#: most: signed overflow is undefined in C++, so without a barrier ``(a + b) > a`` folds to
+#: ``b > 0`` and a wrapped int32 sum compares as if it had not wrapped (the unfused kernels
+#: store the wrapped sum). Float arithmetic steps are round-to-nearest intrinsics instead
+#: (ptxas may still contract an FMA across an empty asm). 8- and 16-bit values pass through
+#: a 32-bit register: converting back gives the same value, as the asm does not change it.
 _OPAQUE = r"""
 PCM_DEVICE float pcm_opaque(float v) { asm volatile("" : "+f"(v)); return v; }
 PCM_DEVICE double pcm_opaque(double v) { asm volatile("" : "+d"(v)); return v; }
@@ -78,6 +82,15 @@ PCM_DEVICE complex64_t pcm_opaque(complex64_t v) {
   asm volatile("" : "+f"(v.re), "+f"(v.im));
   return v;
 }
+PCM_DEVICE int32_t pcm_opaque(int32_t v) { asm volatile("" : "+r"(v)); return v; }
+PCM_DEVICE uint32_t pcm_opaque(uint32_t v) { asm volatile("" : "+r"(v)); return v; }
+PCM_DEVICE int64_t pcm_opaque(int64_t v) { asm volatile("" : "+l"(v)); return v; }
+PCM_DEVICE uint64_t pcm_opaque(uint64_t v) { asm volatile("" : "+l"(v)); return v; }
+PCM_DEVICE int8_t pcm_opaque(int8_t v) { int32_t t = v; asm volatile("" : "+r"(t)); return (int8_t)t; }
+PCM_DEVICE uint8_t pcm_opaque(uint8_t v) { uint32_t t = v; asm volatile("" : "+r"(t)); return (uint8_t)t; }
+PCM_DEVICE int16_t pcm_opaque(int16_t v) { int32_t t = v; asm volatile("" : "+r"(t)); return (int16_t)t; }
+PCM_DEVICE uint16_t pcm_opaque(uint16_t v) { uint32_t t = v; asm volatile("" : "+r"(t)); return (uint16_t)t; }
+PCM_DEVICE bool pcm_opaque(bool v) { uint32_t t = v; asm volatile("" : "+r"(t)); return t != 0; }
 template <typename T> PCM_DEVICE T pcm_opaque(T v) { return v; }
 PCM_DEVICE float pcm_rn_add(float a, float b) { return __fadd_rn(a, b); }
 PCM_DEVICE float pcm_rn_sub(float a, float b) { return __fsub_rn(a, b); }
