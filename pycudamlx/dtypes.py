@@ -399,11 +399,16 @@ _ISSUBDTYPE_SIGNATURE = (
 )
 
 
+#: Table keys of the categories by identity (an Enum's ``.value`` and ``__hash__`` are Python
+#: level calls; mlx.nn asks issubdtype of every parameter it loads or updates).
+_CATEGORY_KEYS = {id(c): _N_DTYPES + c.value for c in DtypeCategory}
+
+
 def _subtype_key(value: object) -> int | None:
     if type(value) is Dtype:
         return value.index
     if type(value) is DtypeCategory:
-        return _N_DTYPES + value.value
+        return _CATEGORY_KEYS[id(value)]
     return None
 
 

@@ -150,11 +150,50 @@ def _parse(a: array, index: Any) -> list[tuple[int, Any]]:
     return parsed
 
 
+#: _basic_spec's results by (shape, index entries, keep_arrays): models slice their KV caches
+#: and activations the same way every step. The spec is shared (ViewSpecs are immutable and
+#: memoise their stride arithmetic), the origin is a tuple.
+_spec_cache: dict[tuple, tuple[ViewSpec, tuple[int, ...]]] = {}
+
+
+def _spec_key(shape: tuple[int, ...], parsed: list[tuple[int, Any]], keep_arrays: bool
+              ) -> tuple | None:
+    """_basic_spec's cache key, or None where a slice bound is not a plain int (np.int64, a
+    0-d array: computed, or refused, uncached)."""
+    entries = []
+    for kind, value in parsed:
+        if kind == _SLICE:
+            bounds = (value.start, value.stop, value.step)
+            for b in bounds:
+                if b is not None and type(b) is not int:
+                    return None
+            entries.append((kind, bounds))
+        elif kind == _ARRAY:
+            entries.append((kind, None))  # an array-indexed axis: only its position matters
+        else:
+            entries.append((kind, value))
+    return (shape, keep_arrays, tuple(entries))
+
+
 def _basic_spec(shape: tuple[int, ...], parsed: list[tuple[int, Any]], keep_arrays: bool
-                ) -> tuple[ViewSpec, list[int]]:
+                ) -> tuple[ViewSpec, tuple[int, ...]]:
     """The view of slices and ints (and Nones unless ``keep_arrays``); with ``keep_arrays``,
     array-indexed axes stay whole and Nones are left out. Also returns, for each output dim,
     the parsed entry it comes from."""
+    key = _spec_key(shape, parsed, keep_arrays)
+    if key is None:
+        return _basic_spec_of(shape, parsed, keep_arrays)
+    hit = _spec_cache.get(key)
+    if hit is None:
+        hit = _basic_spec_of(shape, parsed, keep_arrays)
+        if len(_spec_cache) >= 4096:
+            _spec_cache.clear()
+        _spec_cache[key] = hit
+    return hit
+
+
+def _basic_spec_of(shape: tuple[int, ...], parsed: list[tuple[int, Any]], keep_arrays: bool
+                   ) -> tuple[ViewSpec, tuple[int, ...]]:
     off = [0] * len(shape)
     terms: list[tuple] = []
     out: list[int] = []
@@ -181,7 +220,7 @@ def _basic_spec(shape: tuple[int, ...], parsed: list[tuple[int, Any]], keep_arra
             out.append(shape[axis])
             origin.append(k)
         axis += 1
-    return ViewSpec(tuple(out), tuple(off), tuple(terms)), origin
+    return ViewSpec(tuple(out), tuple(off), tuple(terms)), tuple(origin)
 
 
 def _is_identity(spec: ViewSpec, shape: tuple[int, ...]) -> bool:

@@ -286,19 +286,32 @@ def expand_dims(a: array, /, axis: int | Sequence[int], *, stream: Any = None) -
                 "expand_dims", stream)
 
 
+#: Permutation views by (input shape, permutation): models transpose the same weights and
+#: activations every step, and a spec's stride arithmetic is memoised (ViewSpec.apply).
+_permute_specs: dict[tuple, ViewSpec] = {}
+_REVERSED = tuple(tuple(range(n - 1, -1, -1)) for n in range(8))
+
+
 def _permute(a: array, perm: Sequence[int], stream: Any, name: str = "transpose") -> array:
     shape = a._shape
-    spec = ViewSpec(tuple(shape[p] for p in perm), (0,) * len(shape),
-                    tuple(((p, 1),) for p in perm))
-    return view(a, spec, name, stream)
+    perm = tuple(perm)
+    key = (shape, perm)
+    spec = _permute_specs.get(key)
+    if spec is None:
+        spec = ViewSpec(tuple([shape[p] for p in perm]), (0,) * len(shape),
+                        tuple([((p, 1),) for p in perm]))
+        if len(_permute_specs) >= 4096:
+            _permute_specs.clear()
+        _permute_specs[key] = spec
+    return make(P.View(spec, name), (a,), spec.shape, a._dtype, dev.resolve_stream(stream))
 
 
 def transpose(a: array, /, axes: Sequence[int] | None = None, *, stream: Any = None) -> array:
     """Permute the axes (reverse them when ``axes`` is None): a view."""
     a = require_array(a, "transpose")
-    ndim = a.ndim
+    ndim = len(a._shape)
     if axes is None:
-        return _permute(a, range(ndim - 1, -1, -1), stream)
+        return _permute(a, _REVERSED[ndim] if ndim < 8 else range(ndim - 1, -1, -1), stream)
     perm = [x + ndim if x < 0 else x for x in int_list(axes, "axes", "transpose")]
     if len(perm) != ndim:
         raise ValueError(f"[transpose] Received {len(perm)} axes for array with {ndim} "

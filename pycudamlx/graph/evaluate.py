@@ -8,6 +8,7 @@ as soon as their last consumer ran. The walk keeps no references to finished nod
 
 from __future__ import annotations
 
+import gc
 import threading
 from typing import Any, Iterable
 
@@ -19,6 +20,7 @@ from . import fusion
 from .primitive import StrictGpuError
 
 _lock = threading.RLock()
+_gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 
 #: While a gradient trace runs (pycudamlx.autodiff), a dict that keeps, for every node evaluated
 #: meanwhile, what evaluation drops: id -> (node, primitive, inputs, siblings). A function under
@@ -91,8 +93,12 @@ def to_gpu(a: Any, cuda_stream: Any) -> Any:
     buf = data.buffer
     writer = buf.last_write
     if writer is not None and writer is not cuda_stream:
-        # Written on another stream: this stream waits for it on the GPU.
+        # Written on another stream: this stream waits for it on the GPU, once. Later work on
+        # this stream is ordered after the write already, and a reader elsewhere that orders
+        # itself after this stream is too; without this, each use of a weight uploaded on
+        # the default stream by mlx-lm's generation stream cost an event (~200 a token).
         cuda_stream.wait(writer.record() if hasattr(writer, "record") else writer)
+        buf.last_write = cuda_stream
     if buf.location != cuda_stream.device.index:
         # Pages on the host (an upload, a host view handed out) or unknown: prefetch them to
         # this device before the kernel (large blocks), instead of page faults. Resident data
@@ -210,16 +216,26 @@ def evaluate(roots: Iterable[Any]) -> None:
                             _run(node)
             return
         inp = node = None  # graph/fusion.py counts references: hold none here
-    # numpy's error state is set once for the whole walk (numpy bodies rely on it; entering it
-    # costs about a microsecond, too much to pay per node).
-    with _lock, np.errstate(all="ignore"):
-        order = _schedule(stack)
-        del stack
-        if tape is None and len(order) > 1:
-            fusion.plan(order)  # elementwise groups become one node each (graph/fusion.py)
-        for i in range(len(order)):
-            node = order[i]
-            order[i] = None  # let intermediates go once their consumers ran
-            if node is not None and node._data is None:
-                _run(node)
-            del node
+    # The cyclic garbage collector is paused for the walk: its allocations (schedule, planner
+    # sets, results) would trigger collections that traverse every live lazy node, about half
+    # of a long chain's evaluation time; the walk makes no cycles, and refcounting frees the
+    # intermediates as it goes. numpy's error state is set once for the whole walk (numpy
+    # bodies rely on it; entering it costs about a microsecond, too much to pay per node).
+    collecting = _gc_isenabled()
+    if collecting:
+        _gc_disable()
+    try:
+        with _lock, np.errstate(all="ignore"):
+            order = _schedule(stack)
+            del stack
+            if tape is None and len(order) > 1:
+                fusion.plan(order)  # elementwise groups become one node each (graph/fusion.py)
+            for i in range(len(order)):
+                node = order[i]
+                order[i] = None  # let intermediates go once their consumers ran
+                if node is not None and node._data is None:
+                    _run(node)
+                del node
+    finally:
+        if collecting:
+            _gc_enable()

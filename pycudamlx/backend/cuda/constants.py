@@ -129,6 +129,7 @@ def upload(host: np.ndarray, dtype: dt.Dtype, stream: CudaStream) -> Any:
         # waited for the write)
         if writer is not None and writer is not stream:
             stream.wait(writer.record())
+            g.buffer.last_write = stream  # ordered after the write from now on (evaluate.to_gpu)
         return g
     shape = tuple(host.shape)
     slot = _slot(device)

@@ -16,10 +16,17 @@ from .elementwise import cast_numpy
 from .shape import _scalar_numpy
 
 
-def _cuda():
-    from ...backend.cuda import array as gpu_array, elementwise as launch, indexing, memory
+_cuda_modules: tuple | None = None
 
-    return gpu_array, launch, indexing, memory
+
+def _cuda():
+    """(backend.cuda.array, .elementwise, .indexing, .memory), imported on first GPU use."""
+    global _cuda_modules
+    if _cuda_modules is None:
+        from ...backend.cuda import array as gpu_array, elementwise as launch, indexing, memory
+
+        _cuda_modules = (gpu_array, launch, indexing, memory)
+    return _cuda_modules
 
 
 class Full(Primitive):

@@ -17,10 +17,17 @@ from ... import dtypes as dt
 from ..primitive import OutSpec, Primitive
 
 
-def _cuda_fast():
-    from ...backend.cuda import fast
+_fast_module = None
 
-    return fast
+
+def _cuda_fast():
+    """backend.cuda.fast, imported on the first GPU op (then a global read)."""
+    global _fast_module
+    if _fast_module is None:
+        from ...backend.cuda import fast
+
+        _fast_module = fast
+    return _fast_module
 
 
 def _f32(x: np.ndarray) -> np.ndarray:

@@ -32,10 +32,17 @@ UPPER = {
 }
 
 
-def _cuda() -> Any:
-    from ...backend.cuda import array as gpu_array, random as launch
+_cuda_modules: tuple | None = None
 
-    return gpu_array, launch
+
+def _cuda() -> Any:
+    """(backend.cuda.array, .random), imported on the first GPU draw."""
+    global _cuda_modules
+    if _cuda_modules is None:
+        from ...backend.cuda import array as gpu_array, random as launch
+
+        _cuda_modules = (gpu_array, launch)
+    return _cuda_modules
 
 
 def threefry2x32(k0: int, k1: int, c0: np.ndarray, c1: np.ndarray

@@ -20,10 +20,17 @@ from ..primitive import OutSpec, Primitive
 from .elementwise import cast_numpy
 
 
-def _cuda():
-    from ...backend.cuda import array as gpu_array, elementwise as ew, reduce as kernels
+_cuda_modules: tuple | None = None
 
-    return gpu_array, ew, kernels
+
+def _cuda():
+    """(backend.cuda.array, .elementwise, .reduce), imported on the first GPU reduction."""
+    global _cuda_modules
+    if _cuda_modules is None:
+        from ...backend.cuda import array as gpu_array, elementwise as ew, reduce as kernels
+
+        _cuda_modules = (gpu_array, ew, kernels)
+    return _cuda_modules
 
 _F32 = np.dtype(np.float32)
 

@@ -25,10 +25,18 @@ Region = tuple[int, Shape, tuple[int, ...]]
 _as_strided = np.lib.stride_tricks.as_strided
 
 
-def _cuda():
-    from ...backend.cuda import array as gpu_array, elementwise as launch, indexing
+_cuda_modules: tuple | None = None
 
-    return gpu_array, launch, indexing
+
+def _cuda():
+    """(backend.cuda.array, .elementwise, .indexing), imported on the first GPU op (a function
+    level import costs ~1 us a call; shape ops run several times per layer)."""
+    global _cuda_modules
+    if _cuda_modules is None:
+        from ...backend.cuda import array as gpu_array, elementwise as launch, indexing
+
+        _cuda_modules = (gpu_array, launch, indexing)
+    return _cuda_modules
 
 
 def _size(shape: Sequence[int]) -> int:
@@ -59,19 +67,38 @@ class ViewSpec:
     view is not empty), so the numpy backend can start its view at that element.
     """
 
-    __slots__ = ("shape", "off", "terms")
+    __slots__ = ("shape", "off", "terms", "_memo")
 
     def __init__(self, shape: Shape, off: tuple[int, ...],
                  terms: tuple[tuple[tuple[int, int], ...], ...]) -> None:
         self.shape = shape
         self.off = off
         self.terms = terms
+        self._memo: dict | None = None
 
     def apply(self, offset: int, strides: Sequence[int]) -> tuple[int, tuple[int, ...]]:
+        """The view's (offset, strides) over an input at ``offset`` with ``strides``.
+
+        Memoised per input strides: a spec reused every step (a cached transpose of a weight,
+        see core/shape._permute) sees the same strides each time."""
+        if type(strides) is not tuple:
+            strides = tuple(strides)
+        memo = self._memo
+        if memo is not None:
+            hit = memo.get(strides)
+            if hit is not None:
+                return offset + hit[0], hit[1]
+        delta = 0
         for d, c in enumerate(self.off):
             if c:
-                offset += c * strides[d]
-        return offset, tuple(sum(c * strides[d] for d, c in t) for t in self.terms)
+                delta += c * strides[d]
+        out = tuple(sum(c * strides[d] for d, c in t) for t in self.terms)
+        if memo is None:
+            memo = self._memo = {}
+        elif len(memo) >= 8:
+            memo.clear()
+        memo[strides] = (delta, out)
+        return offset + delta, out
 
     def gpu(self, x: Any) -> Any:
         offset, strides = self.apply(x.offset, x.strides)
