@@ -496,3 +496,29 @@ def test_random_draws_do_not_wait() -> None:
 
     cu = _counted(draws)
     assert cu.synchronizing_calls() <= 2, dict(cu.calls)
+
+
+@null_test
+def test_a_weight_read_on_another_stream_waits_for_its_writer_once() -> None:
+    """mlx-lm decodes on a stream of its own with weights written on the default stream: each
+    weight costs one event wait in all, not one per use (~200 a token before)."""
+    import pycudamlx.core as mx
+
+    weight = mx.ones((256,)) * 3.0  # written on the default stream
+    _evaluated(weight)
+    generation = mx.new_stream(mx.gpu)
+
+    def uses() -> Any:
+        outs = []
+        with mx.stream(generation):
+            for _ in range(50):
+                outs.append(mx.sum(weight * 2.0 + 1.0))
+        return outs
+
+    _evaluated(*uses())  # the pool now holds blocks this stream freed (reused without a wait)
+    weight = mx.ones((256,)) * 3.0  # a new weight, written on the default stream
+    _evaluated(weight)
+    cu = _counted(uses)
+    assert cu.launches >= 50
+    assert cu.calls["cuStreamWaitEvent"] <= 3, dict(cu.calls)
+    assert cu.calls["cuEventRecord"] <= 3, dict(cu.calls)
