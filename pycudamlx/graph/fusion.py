@@ -113,31 +113,38 @@ def _groups(order: list[Any]) -> list[list[tuple[int, Any]]]:
     A group grows from its root toward its inputs in decreasing schedule position, so every
     consumer of a candidate has been seen before the candidate: it joins when all of its
     consumers are members (``edges == uses``), nothing else holds it (reference count), and it
-    shares the root's shape and stream."""
+    shares the root's shape and stream. (A node whose consumers are all members of one group
+    can be a candidate of no other group, so membership needs no check there.)"""
     types = _FUSABLE
+    backend = _backend()
+    exact = backend.EXACT_OPS
+    gpu_only = not on_cpu_for_tests
     uses: dict[int, int] = {}      # id -> times the node appears in pending input tuples
     where: dict[int, int] = {}     # id -> position in the schedule
+    ok: set[int] = set()           # ids of the nodes that may be fused
     for pos, node in enumerate(order):
-        where[id(node)] = pos
+        k = id(node)
+        where[k] = pos
         for inp in node._inputs:
             if inp._data is None:
-                k = id(inp)
-                uses[k] = uses.get(k, 0) + 1
+                j = id(inp)
+                uses[j] = uses.get(j, 0) + 1
+        if (type(node._prim) in types and node._siblings is None
+                and (node._stream.is_gpu or not gpu_only) and _fusable(node, exact)):
+            ok.add(k)
     inp = node = None
-    backend = _backend()
     max_steps = backend.MAX_STEPS
     max_inputs = backend.MAX_INPUTS - 2  # room for pending inputs that stay outside
     getrefcount = _getrefcount
-    gpu_only = not on_cpu_for_tests
-    exact = backend.EXACT_OPS
+    base = _BASE_REFS
     assigned: set[int] = set()
     groups: list[list[tuple[int, Any]]] = []
     heappush, heappop = heapq.heappush, heapq.heappop
+    ndarray = np.ndarray
     for start in range(len(order) - 1, -1, -1):
         root = order[start]
         key = id(root)
-        if key in assigned or type(root._prim) not in types or root._siblings is not None or (
-                gpu_only and not root._stream.is_gpu) or not _fusable(root, exact):
+        if key not in ok or key in assigned:
             continue
         assigned.add(key)
         shape, stream = root._shape, root._stream
@@ -152,7 +159,7 @@ def _groups(order: list[Any]) -> list[list[tuple[int, Any]]]:
                 k = id(i)
                 data = i._data
                 if data is not None:
-                    if type(data) is not np.ndarray or data.ndim:
+                    if type(data) is not ndarray or data.ndim:
                         outside.add(k)
                     continue
                 e = edges.get(k)
@@ -167,11 +174,9 @@ def _groups(order: list[Any]) -> list[list[tuple[int, Any]]]:
                 pos = -heappop(heap)
                 cand = order[pos]
                 k = id(cand)
-                if (edges[k] == uses[k] and k not in assigned
-                        and type(cand._prim) in types and cand._siblings is None
-                        and _fusable(cand, exact)
-                        and cand._shape == shape and cand._stream is stream
-                        and getrefcount(cand) == uses[k] + _BASE_REFS):
+                u = uses[k]
+                if (edges[k] == u and k in ok and cand._shape == shape
+                        and cand._stream is stream and getrefcount(cand) == u + base):
                     assigned.add(k)
                     members.append((pos, cand))
                     frontier.append(cand)
@@ -212,19 +217,18 @@ def _fuse(order: list[Any], members: list[tuple[int, Any]]) -> int:
         return 0
     nin = len(externals)
     steps = []
+    heads = _heads
     for n in nodes:
-        srcs = tuple(nin + index[id(i)] if id(i) in index else ext_index[id(i)]
-                     for i in n._inputs)
         prim = n._prim
-        t = type(prim)
-        if t is Unary:
-            steps.append(("unary", prim.op.name) + srcs + (n._dtype.name,))
-        elif t is Binary:
-            steps.append(("binary", prim.op.name) + srcs + (n._dtype.name,))
-        elif t is AsType:
-            steps.append(("astype", "") + srcs + (n._dtype.name,))
-        else:
-            steps.append(("where", "") + srcs + (n._dtype.name,))
+        head = heads.get(prim)
+        if head is None:
+            head = _head(prim)
+        srcs = []
+        for i in n._inputs:
+            k = id(i)
+            j = index.get(k)
+            srcs.append(ext_index[k] if j is None else nin + j)
+        steps.append((*head, *srcs, n._dtype.name))
     inputs = tuple((x._dtype.name, _size(x._shape) == 1) for x in externals)
     program = (inputs, tuple(steps))
     module = None
@@ -241,6 +245,25 @@ def _fuse(order: list[Any], members: list[tuple[int, Any]]) -> int:
     for pos, _ in members[1:]:
         order[pos] = None
     return len(members) - 1
+
+
+#: A step's leading fields per primitive object (the op functions share one per op).
+_heads: dict[Any, tuple[str, str]] = {}
+
+
+def _head(prim: Any) -> tuple[str, str]:
+    t = type(prim)
+    if t is Unary:
+        head = ("unary", prim.op.name)
+    elif t is Binary:
+        head = ("binary", prim.op.name)
+    elif t is AsType:
+        head = ("astype", "")
+    else:
+        head = ("where", "")
+    if len(_heads) < 1024:
+        _heads[prim] = head
+    return head
 
 
 def _size(shape: tuple[int, ...]) -> int:
