@@ -21,7 +21,7 @@ from ..graph.primitives.elementwise import AllTrue, Binary, DivMod, Unary, Where
 from . import device as dev
 from ._base import astype, broadcast_shapes, constant, promote_operands
 from ._nanobind import SIGNATURES, argument_error
-from .array import array, from_data, make, make_multi
+from .array import array, fresh, from_data, make, make_multi
 
 __all__ = [
     "abs", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "arccos", "arccosh",
@@ -60,6 +60,9 @@ def _unary_row(name: str) -> tuple[Unary, optable.ElementwiseOp]:
     return row
 
 
+_PLAIN_SCALARS = frozenset((int, float, bool, complex))
+
+
 def _operand(x: Any, fn: str, signature: str | None = None) -> array:
     """An op's array argument: arrays as they are; Python and numpy scalars and numpy arrays
     converted as ``mx.array`` does. Lists and tuples raise ValueError and None TypeError, as
@@ -71,7 +74,10 @@ def _operand(x: Any, fn: str, signature: str | None = None) -> array:
             signature or f"{fn}(a: array, /, *, stream: StreamOrDevice = None) -> array", x)
     if isinstance(x, (list, tuple)):
         raise ValueError(f"Invalid type {type(x).__name__} received in array initialization.")
-    return array(x)
+    if type(x) in _PLAIN_SCALARS or isinstance(x, (np.ndarray, np.generic)):
+        return array(x)
+    c = dt.odd_number(x)  # an object with __float__ / __complex__ / __index__: complex64
+    return array(x if c is None else c)
 
 
 def _at_least_float(dtype: dt.Dtype) -> dt.Dtype:
@@ -427,7 +433,7 @@ def nan_to_num(a: Any, /, nan: float = 0.0, posinf: float | None = None,
         raise dt._incompatible_arguments(sig, a, nan, posinf, neginf) from None
     dtype = a._dtype
     if dtype.kind not in _FLOAT_KINDS:
-        return a
+        return fresh(a, stream)
     if pos_v is None or neg_v is None:
         top = _FLOAT_MAX.get(dtype)
         if top is None:
