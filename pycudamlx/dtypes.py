@@ -16,6 +16,11 @@ import operator
 import sys
 from typing import Any
 
+# ml_dtypes is most of ``import pycudamlx.core`` (~1.8 s of ~2.5 s on a 2-core machine, its C
+# extension's init; docs/install.md). A lazy import would leave bfloat16's ``np_dtype`` slot
+# unset and fill it in a Dtype.__getattr__ (no cost for other dtypes), hard-code bfloat16's
+# finfo, register its numpy dtype in _NUMPY_TO_DTYPE on first use (and whenever a caller
+# hands us an ml_dtypes array), and make optable's _BF16 and interop's import lazy too.
 import ml_dtypes
 import numpy as np
 
