@@ -168,13 +168,14 @@ def divide(a: Any, b: Any, /, *, stream: Any = None) -> array:
 
 
 def floor_divide(a: Any, b: Any, /, *, stream: Any = None) -> array:
-    """Element-wise floor division with Python's signs; integer ``x // 0`` gives 0 and
-    ``INT_MIN // -1`` gives INT_MIN (numpy's results; MLX 0.32.4 dies with SIGFPE there)."""
+    """Element-wise floor division with Python's signs; integer ``x // 0`` gives 0 (as MLX) and
+    ``INT_MIN // -1`` gives INT_MIN (MLX 0.32.4 dies with SIGFPE there for int32/int64)."""
     return binary_op("floor_divide", a, b, stream)
 
 
 def remainder(a: Any, b: Any, /, *, stream: Any = None) -> array:
-    """Element-wise remainder with the divisor's sign; integer ``x % 0`` gives 0."""
+    """Element-wise remainder with the divisor's sign; integer ``x % 0`` gives ``x`` (MLX's
+    result) and ``INT_MIN % -1`` gives 0 (MLX: SIGFPE for int32/int64)."""
     return binary_op("remainder", a, b, stream)
 
 
@@ -182,7 +183,8 @@ _divmod = DivMod()
 
 
 def divmod(a: Any, b: Any, /, *, stream: Any = None) -> list[array]:  # noqa: A001
-    """``[a // b, a % b]`` as two outputs of one node (integer division by zero gives 0)."""
+    """``[a // b, a % b]`` as two outputs of one node (integer ``divmod(x, 0)`` is ``[0, x]``,
+    as ``//`` and ``%``; MLX 0.32.4 dies with SIGFPE there)."""
     a, b, dtype = promote_operands(a, b)
     if dtype is dt.complex64:
         raise ValueError("[divmod] Complex type not supported.")
