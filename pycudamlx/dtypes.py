@@ -16,6 +16,11 @@ import operator
 import sys
 from typing import Any
 
+# ml_dtypes is most of ``import pycudamlx.core`` (~1.8 s of ~2.5 s on a 2-core machine, its C
+# extension's init; docs/install.md). A lazy import would leave bfloat16's ``np_dtype`` slot
+# unset and fill it in a Dtype.__getattr__ (no cost for other dtypes), hard-code bfloat16's
+# finfo, register its numpy dtype in _NUMPY_TO_DTYPE on first use (and whenever a caller
+# hands us an ml_dtypes array), and make optable's _BF16 and interop's import lazy too.
 import ml_dtypes
 import numpy as np
 
@@ -754,24 +759,46 @@ def _int_scalar_result(array_dtype: Dtype, value: int) -> Dtype:
 
 def _converts_like_complex(value: object) -> bool:
     """Whether MLX's bindings would read ``value`` as a complex number (nanobind's complex
-    caster): objects with ``.imag`` that ``complex()`` accepts, or ones with ``__float__`` or
-    ``__index__`` (Fraction, Decimal, numpy longdouble, ml_dtypes scalars, 0-d arrays...)."""
+    caster): objects with ``.imag`` or ``__complex__`` that ``complex()`` accepts, or ones with
+    ``__float__`` or ``__index__`` (Fraction, Decimal, numpy longdouble, ml_dtypes scalars, 0-d
+    arrays, a user's class...). A conversion that raises (any exception) or returns a non-number
+    means "not a number", as for nanobind; ``__int__`` alone is not enough (as in MLX)."""
     if isinstance(value, (str, bytes, bytearray)):
         return False
     try:
-        if hasattr(value, "imag"):
+        value_type = type(value)
+        if hasattr(value, "imag") or hasattr(value_type, "__complex__"):
             complex(value)  # type: ignore[arg-type]
             return True
-        value_type = type(value)
         if hasattr(value_type, "__float__"):
             float(value)  # type: ignore[arg-type]
             return True
         if hasattr(value_type, "__index__"):
             operator.index(value)
             return True
-    except (TypeError, ValueError, OverflowError):
+    except Exception:  # noqa: BLE001 - nanobind's caster clears any error: "not a complex"
         return False
     return False
+
+
+def odd_number(value: object) -> complex | None:
+    """``complex(value)`` for an operand that is no array, Python number, numpy value, buffer
+    or sequence but that MLX's bindings read as a (complex) scalar: an object with
+    ``__complex__``, ``__float__`` or ``__index__`` (a user's class, a mock, Fraction, Decimal);
+    None for anything else. Callers take this slow path only for such unusual operands."""
+    if value is None or isinstance(value, (str, bytes, bytearray, list, tuple, dict, np.ndarray,
+                                           np.generic, int, float, complex)):
+        return None
+    value_type = type(value)
+    if getattr(value_type, "__mlx_array__", None) is not None or type(
+            getattr(value, "dtype", None)) is Dtype or _buffer_dtype(value) is not None:
+        return None
+    if not _converts_like_complex(value):
+        return None
+    try:
+        return complex(value)  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - a conversion that changed its mind: not a number
+        return None
 
 
 def _buffer_dtype(value: object) -> Dtype | None:

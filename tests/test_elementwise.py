@@ -355,16 +355,35 @@ _INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64
 
 
 @pytest.mark.parametrize("dtype", _INTS)
-def test_integer_division_by_zero_is_zero(dtype):
-    a = pm.array(np.array([7, 0, 5, 1], NP_STORAGE[dtype]))
+def test_integer_division_by_zero(dtype):
+    """x // 0 is 0 and x % 0 is x, MLX's results; divmod (which MLX kills with SIGFPE) agrees."""
+    x = np.array([7, 0, 5, 1], NP_STORAGE[dtype])
+    a = pm.array(x)
     z = pm.array(np.zeros(4, NP_STORAGE[dtype]))
-    for op in ("floor_divide", "remainder"):
-        np.testing.assert_array_equal(np.array(getattr(pm, op)(a, z)), np.zeros(4))
+    np.testing.assert_array_equal(np.array(pm.floor_divide(a, z)), np.zeros(4))
+    np.testing.assert_array_equal(np.array(pm.remainder(a, z)), x)
     q, r = pm.divmod(a, z)
     np.testing.assert_array_equal(np.array(q), np.zeros(4))
-    np.testing.assert_array_equal(np.array(r), np.zeros(4))
+    np.testing.assert_array_equal(np.array(r), x)
     np.testing.assert_array_equal(np.array(a // 0), np.zeros(4))
-    np.testing.assert_array_equal(np.array(a % 0), np.zeros(4))
+    np.testing.assert_array_equal(np.array(a % 0), x)
+
+
+@pytest.mark.parametrize("dtype", _INTS + ("bool_",))
+def test_remainder_by_zero_matches_mlx(mlx, dtype):
+    """MLX 0.32.4 returns x for integer (and bool) x % 0, mixed with non-zero divisors."""
+    if dtype == "bool_":
+        x, y = np.array([True, False, True, False]), np.array([True, True, False, False])
+    else:
+        info = np.iinfo(NP_STORAGE[dtype])
+        x = np.array([7, -7 if info.min else 9, 0, info.max, 13, info.min + 1],
+                     NP_STORAGE[dtype])
+        y = np.array([0, 0, 0, 0, 5, 3], NP_STORAGE[dtype])
+    theirs = mlx.remainder(mlx.array(x), mlx.array(y))
+    ours = pm.remainder(pm.array(x), pm.array(y))
+    assert str(ours.dtype).rsplit(".", 1)[1] == str(theirs.dtype).rsplit(".", 1)[1]
+    np.testing.assert_array_equal(np.array(ours), np.array(theirs))
+    np.testing.assert_array_equal(np.array(pm.array(x) % 0), np.array(mlx.array(x) % 0))
 
 
 @pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64"])
@@ -383,7 +402,7 @@ def test_bool_division_by_false():
     t = pm.array([True, False])
     f = pm.array([False, False])
     assert pm.floor_divide(t, f).tolist() == [False, False]
-    assert pm.remainder(t, f).tolist() == [False, False]
+    assert pm.remainder(t, f).tolist() == [True, False]  # x % False is x (MLX)
     assert pm.divide(t, f).dtype == pm.float32
 
 

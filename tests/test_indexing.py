@@ -136,7 +136,8 @@ def test_basic_indexing_is_a_view():
         pm.eval(view)
         if view.size:
             assert np.shares_memory(np.asarray(view._data), a._data)
-    assert a[:] is a and a[...] is a and a[()] is a
+    for same in (a[:], a[...], a[()]):  # a new array object, as in MLX, with a's data
+        assert same is not a and same._data is a._data
 
 
 def test_out_of_range_ints_raise_index_error_where_mlx_misbehaves():
@@ -274,10 +275,9 @@ def test_setitem_keeps_old_value_for_earlier_consumers():
 
 def test_setitem_errors():
     a = pm.array(np.zeros((2, 3), np.float32))
-    with pytest.raises(IndexError):
-        a[2] = 1
-    with pytest.raises(IndexError):
-        a[[0, 5]] = 1
+    a[2] = 1         # out of range: the update is dropped (tests/test_scatter_bounds.py)
+    a[[0, 5]] = 1    # the row of index 0 is written, index 5's dropped
+    np.testing.assert_array_equal(np.array(a), [[1, 1, 1], [0, 0, 0]])
     with pytest.raises(ValueError, match="slice step cannot be zero"):
         a[::0] = 1
     with pytest.raises(ValueError, match="cannot be broadcast"):
@@ -291,15 +291,15 @@ def test_setitem_errors():
 
 def test_setitem_checks_the_update_shape_before_index_range(mx):
     """A mis-shaped update is MLX's ValueError even when an index array is also out of range
-    (MLX does not range-check; we raise IndexError only for an otherwise valid update)."""
+    (MLX does not range-check; we drop the out-of-range updates of an otherwise valid one)."""
     for m in (pm, mx):
         for update in (m.arange(2), m.arange(3)):
             a = m.zeros((4, 3, 4))
             with pytest.raises(ValueError, match="cannot be broadcast"):
                 a[m.array([2, 3]), None, m.array([2, 3])] = update
     a = pm.zeros((4, 3, 4))
-    with pytest.raises(IndexError, match="out of bounds"):
-        a[pm.array([2, 3]), None, pm.array([2, 3])] = pm.arange(4)
+    a[pm.array([2, 3]), None, pm.array([2, 3])] = pm.arange(4)  # (3, 3) is dropped
+    assert np.array(a)[2, 2].tolist() == [0, 1, 2, 3] and np.array(a).sum() == 6
 
 def test_setitem_with_a_bare_bool_is_a_mask(mx):
     """a[True] = v sets every element and a[False] = v none, as MLX (which refuses a bare bool

@@ -209,3 +209,19 @@ def test_utils_multi_tree_and_merge(mlx_utils):
     assert utils.tree_merge([None], [None], g) == mlx_utils.tree_merge([None], [None], g)
     with pytest.raises(ValueError, match="Destination"):
         utils.tree_flatten([1], destination=set())
+
+
+def test_versions_through_the_mlx_alias(tmp_path, capsys):
+    """mlx.core.__version__ is the MLX API version pycudamlx implements; pycudamlx's own stays."""
+    import pycudamlx
+    import pycudamlx.core as pcore
+
+    s = tmp_path / "v.py"
+    s.write_text("import mlx, mlx.core as mx\n"
+                 "print('api', mx.__version__, hasattr(mlx, '__version__'))\n")
+    mlx_compat.run_script(str(s), [])
+    assert "api 0.32.4 False" in capsys.readouterr().out
+    assert pcore.__version__ == "0.32.4" == pycudamlx.MLX_API_VERSION
+    assert pycudamlx.__version__ != pcore.__version__
+    mlx_core = pytest.importorskip("mlx.core")  # the real one, restored after the run
+    assert mlx_core.__version__ == pcore.__version__

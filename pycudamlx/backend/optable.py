@@ -211,10 +211,10 @@ def _floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     k = a.dtype.kind
-    if k == "b":
-        return np.zeros(np.broadcast_shapes(a.shape, b.shape), dtype=np.bool_)
-    if k in "iu":
-        return np.remainder(a, b)  # x % 0 -> 0
+    if k == "b":  # MLX: a % b over {0, 1}, x % False is x
+        return np.logical_and(a, np.logical_not(b))
+    if k in "iu":  # MLX: integer x % 0 is x (numpy's 0); INT_MIN % -1 is 0 (MLX: SIGFPE)
+        return np.where(b == 0, a, np.remainder(a, b))
     low = _low(a)
     x, y = (a.astype(np.float32), b.astype(np.float32)) if low else (a, b)
     r = np.fmod(x, y)
@@ -523,7 +523,11 @@ _op("divide", 2, _in_float(np.divide), "pcm_div(a, b)", families="fc", inputs="f
 _op("floor_divide", 2, _floor_divide,
     {"f": "pcm_floor_op(to_compute(cast<S>(a / b)))", "c": "pcm_div(a, b)",
      "*": "pcm_floordiv(a, b)"})
-_op("remainder", 2, _remainder, "pcm_remainder(a, b)", families="biuf",
+# Integer x % 0 is x (MLX's result; math.cuh's pcm_remainder gives 0 there: guarded here, so only
+# the remainder modules of kernels_ptx change).
+_op("remainder", 2, _remainder,
+    {"b": "a && !b", "i": "(b == 0 ? a : pcm_remainder(a, b))",
+     "u": "(b == 0 ? a : pcm_remainder(a, b))", "*": "pcm_remainder(a, b)"}, families="biuf",
     error=(ValueError, "[{name}] Complex type not supported."))
 _op("power", 2, _power, "pcm_power(a, b)")
 _op("maximum", 2, _maximum, "pcm_max(a, b)")

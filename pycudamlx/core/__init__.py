@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import __version__
+from .. import MLX_API_VERSION as __version__  # MLX's API version (mx.__version__), not ours
 from ..dtypes import (  # noqa: F401
     Dtype, DtypeCategory, bfloat16, bool_, can_cast, complex64, complexfloating, finfo,
     float16, float32, float64, floating, generic, iinfo, inexact, int8, int16, int32, int64,

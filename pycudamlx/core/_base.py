@@ -126,9 +126,23 @@ def promote_operands(a: Any, b: Any, op_name: str | None = None
             a, np.ndarray) else array(a, dtype)
     else:
         dtype = dt.promote_types(dt.operand_dtype(a), dt.operand_dtype(b))
-        a = array(a, dtype)
-        b = array(b, dtype)
+        a = array(a, dtype) if type(a) in _PLAIN_SCALARS else _scalar_array(a, dtype)
+        b = array(b, dtype) if type(b) in _PLAIN_SCALARS else _scalar_array(b, dtype)
     return a, b, dtype
+
+
+_PLAIN_SCALARS = frozenset((int, float, bool, complex))
+
+
+def _scalar_array(x: Any, dtype: dt.Dtype) -> array:
+    """A non-array operand of a two-scalar op (``mx.add(a, b)`` with neither an array) as an
+    array of ``dtype``: what ``mx.array`` accepts as it converts it; a number MLX's bindings
+    read as complex (an object with ``__complex__``, ``__float__`` or ``__index__``, a Fraction,
+    a Decimal), which ``mx.array`` refuses, through ``complex()`` as nanobind does."""
+    c = dt.odd_number(x) if dtype.kind == "c" else None
+    if c is not None:
+        return constant(c, dtype)
+    return array(x, dtype)
 
 
 def normalize_axis(axis: int, ndim: int, fn: str = "") -> int:

@@ -840,6 +840,33 @@ def from_data(data: Any, dtype: dt.Dtype) -> array:
     return a
 
 
+def fresh(a: array, stream: Any = None) -> array:
+    """A distinct array object with ``a``'s value, for an op whose result equals its input
+    (``x[...]``, a reshape to the same shape, astype to the same dtype, ...).
+
+    In MLX every op result is its own array, so ``y = x[...]; y[0] = v`` (``__setitem__``,
+    ``+=``) replaces y's value and leaves x alone; returning ``x`` itself would change both.
+    An evaluated ``a`` shares its data (no node, no copy: updates never write into a buffer);
+    a lazy one, or any array while a gradient trace is open (the tape keys on the object),
+    gets an alias node.
+    """
+    data = a._data
+    if data is not None and _graph_eval.tape is None:
+        b = array.__new__(array)
+        b._shape = a._shape
+        b._dtype = a._dtype
+        b._data = data
+        b._prim = None
+        b._inputs = ()
+        b._stream = None
+        b._siblings = None
+        b._cons = None
+        return b
+    s = dev.resolve_stream(stream) if stream is not None else (
+        a._stream or dev.resolve_stream(None))
+    return make(_ALIAS, (a,), a._shape, a._dtype, s)
+
+
 def _swap_sibling(holder: array, old: array, new: array) -> None:
     """Make ``new`` stand where ``old`` stood among ``holder``'s multi-output siblings."""
     sib = holder._siblings

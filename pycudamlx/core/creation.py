@@ -108,6 +108,13 @@ def _scalar_value(val: Any, dtype: dt.Dtype | None) -> tuple[Any, dt.Dtype]:
     raise TypeError(f"unsupported scalar {type(val).__name__}")
 
 
+def _odd_scalar(val: Any) -> Any:
+    """An object MLX's bindings read as a complex scalar (``__complex__`` / ``__float__`` /
+    ``__index__``: a user's class, Fraction, Decimal) as a Python complex; others unchanged."""
+    c = dt.odd_number(val)
+    return val if c is None else c
+
+
 def _is_scalar(val: Any) -> bool:
     return isinstance(val, (bool, int, float, complex, np.bool_, np.number))
 
@@ -147,6 +154,8 @@ def full(shape: int | Sequence[int], vals: Any, dtype: dt.Dtype | None = None, *
     if isinstance(vals, array):
         dims = _new_shape(shape, "full")
         return _materialize(vals, dims, vals._dtype, stream)
+    if not _is_scalar(vals):
+        vals = _odd_scalar(vals)
     if _is_scalar(vals):
         value, out_dtype = _scalar_value(vals, dtype)
         return _full_node(_new_shape(shape, "full"), value, out_dtype, stream)
@@ -203,6 +212,8 @@ def full_like(a: array, vals: Any, dtype: dt.Dtype | None = None, *,
     """An array like ``a`` (shape broadcast with vals', dtype a's or ``dtype``) of ``vals``."""
     a = _like(a, "full_like")
     out_dtype = _dtype_arg(dtype, a._dtype, "full_like")
+    if not _is_scalar(vals) and not isinstance(vals, array):
+        vals = _odd_scalar(vals)
     if _is_scalar(vals):
         value, _ = _scalar_value(vals, out_dtype)
         return _full_node(a._shape, value, out_dtype, stream)
@@ -453,7 +464,7 @@ def repeat(array: array, repeats: int, axis: int | None = None, *,  # noqa: A002
     if repeats < 0:
         raise ValueError("[repeat] Number of repeats cannot be negative")
     if repeats == 1:
-        return a
+        return S.fresh(a, stream)
     shape = a._shape
     expanded = shape[:ax + 1] + (1,) + shape[ax + 1:]
     target = shape[:ax + 1] + (repeats,) + shape[ax + 1:]
@@ -494,7 +505,8 @@ def tile(a: array, reps: int | Sequence[int], /, *, stream: Any = None) -> array
     s = _dev.resolve_stream(stream)
     x = S._reshape_node(a, tuple(expand), s)
     x = S.broadcast_view(x, tuple(broad), s)
-    return S._reshape_node(x, tuple(final), s)
+    x = S._reshape_node(x, tuple(final), s)
+    return S.fresh(a, s) if x is a else x
 
 
 # -- window functions --------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from ..graph.primitives.elementwise import AllTrue, Binary, DivMod, Unary, Where
 from . import device as dev
 from ._base import astype, broadcast_shapes, constant, promote_operands
 from ._nanobind import SIGNATURES, argument_error
-from .array import array, from_data, make, make_multi
+from .array import array, fresh, from_data, make, make_multi
 
 __all__ = [
     "abs", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "arccos", "arccosh",
@@ -60,6 +60,9 @@ def _unary_row(name: str) -> tuple[Unary, optable.ElementwiseOp]:
     return row
 
 
+_PLAIN_SCALARS = frozenset((int, float, bool, complex))
+
+
 def _operand(x: Any, fn: str, signature: str | None = None) -> array:
     """An op's array argument: arrays as they are; Python and numpy scalars and numpy arrays
     converted as ``mx.array`` does. Lists and tuples raise ValueError and None TypeError, as
@@ -71,7 +74,10 @@ def _operand(x: Any, fn: str, signature: str | None = None) -> array:
             signature or f"{fn}(a: array, /, *, stream: StreamOrDevice = None) -> array", x)
     if isinstance(x, (list, tuple)):
         raise ValueError(f"Invalid type {type(x).__name__} received in array initialization.")
-    return array(x)
+    if type(x) in _PLAIN_SCALARS or isinstance(x, (np.ndarray, np.generic)):
+        return array(x)
+    c = dt.odd_number(x)  # an object with __float__ / __complex__ / __index__: complex64
+    return array(x if c is None else c)
 
 
 def _at_least_float(dtype: dt.Dtype) -> dt.Dtype:
@@ -162,13 +168,14 @@ def divide(a: Any, b: Any, /, *, stream: Any = None) -> array:
 
 
 def floor_divide(a: Any, b: Any, /, *, stream: Any = None) -> array:
-    """Element-wise floor division with Python's signs; integer ``x // 0`` gives 0 and
-    ``INT_MIN // -1`` gives INT_MIN (numpy's results; MLX 0.32.4 dies with SIGFPE there)."""
+    """Element-wise floor division with Python's signs; integer ``x // 0`` gives 0 (as MLX) and
+    ``INT_MIN // -1`` gives INT_MIN (MLX 0.32.4 dies with SIGFPE there for int32/int64)."""
     return binary_op("floor_divide", a, b, stream)
 
 
 def remainder(a: Any, b: Any, /, *, stream: Any = None) -> array:
-    """Element-wise remainder with the divisor's sign; integer ``x % 0`` gives 0."""
+    """Element-wise remainder with the divisor's sign; integer ``x % 0`` gives ``x`` (MLX's
+    result) and ``INT_MIN % -1`` gives 0 (MLX: SIGFPE for int32/int64)."""
     return binary_op("remainder", a, b, stream)
 
 
@@ -176,7 +183,8 @@ _divmod = DivMod()
 
 
 def divmod(a: Any, b: Any, /, *, stream: Any = None) -> list[array]:  # noqa: A001
-    """``[a // b, a % b]`` as two outputs of one node (integer division by zero gives 0)."""
+    """``[a // b, a % b]`` as two outputs of one node (integer ``divmod(x, 0)`` is ``[0, x]``,
+    as ``//`` and ``%``; MLX 0.32.4 dies with SIGFPE there)."""
     a, b, dtype = promote_operands(a, b)
     if dtype is dt.complex64:
         raise ValueError("[divmod] Complex type not supported.")
@@ -427,7 +435,7 @@ def nan_to_num(a: Any, /, nan: float = 0.0, posinf: float | None = None,
         raise dt._incompatible_arguments(sig, a, nan, posinf, neginf) from None
     dtype = a._dtype
     if dtype.kind not in _FLOAT_KINDS:
-        return a
+        return fresh(a, stream)
     if pos_v is None or neg_v is None:
         top = _FLOAT_MAX.get(dtype)
         if top is None:

@@ -18,7 +18,7 @@ from .array import array, make
 from .shape import broadcast_to, fmt_shape
 
 __all__ = ["rms_norm", "layer_norm", "rope", "scaled_dot_product_attention", "cuda_kernel",
-           "metal_kernel", "precompiled_cuda_kernel", "cross_entropy"]
+           "metal_kernel", "precompiled_cuda_kernel", "cross_entropy", "gated_delta_update"]
 
 _SDPA = "[scaled_dot_product_attention]"
 
@@ -370,6 +370,79 @@ def precompiled_cuda_kernel(*args: Any, **kwargs: Any) -> Any:
     """MLX's precompiled_cuda_kernel (a PTX/CUBIN string) is not supported yet."""
     raise NotImplementedError("[precompiled_cuda_kernel] is not supported by pycudamlx yet; "
                               "use mx.fast.cuda_kernel with the CUDA source.")
+
+
+_GDU_SIG = ("gated_delta_update(q: array, k: array, v: array, gamma: array, beta: array, "
+            "initial_state: array | None = None, mask: array | None = None, stream: "
+            "StreamOrDevice = None) -> list[array]")
+
+
+def gated_delta_update(q: array, k: array, v: array, gamma: array, beta: array,
+                       initial_state: array | None = None, mask: array | None = None,
+                       stream: Any = None) -> list[array]:
+    """The gated delta rule (Qwen3-Next's linear attention), MLX 0.32.4's
+    ``mx.fast.gated_delta_update``: ``[y, state]`` for q, k ``[B, T, Hk, Dk]``, v
+    ``[B, T, Hv, Dv]``, gamma (decay, linear space) and beta ``[B, T, Hv]``, an optional state
+    ``[B, Hv, Dv, Dk]`` (zeros by default) and an optional bool mask ``[B, T]``. Per step t, with
+    q and k repeated to Hv heads: ``S = gamma_t * S``; ``S += outer(beta_t * (v_t - S k_t),
+    k_t)``; ``y_t = S q_t``. A masked-out step keeps the state and gives ``y_t = 0``.
+
+    A composition of existing ops (one short chain per step), so it runs on both backends and
+    differentiates; MLX fuses it into one kernel.
+    """
+    args = (q, k, v, gamma, beta, initial_state, mask)
+    for x in (q, k, v, gamma, beta):
+        if not isinstance(x, array):
+            raise _incompatible("gated_delta_update", _GDU_SIG, args)
+    for x in (initial_state, mask):
+        if x is not None and not isinstance(x, array):
+            raise _incompatible("gated_delta_update", _GDU_SIG, args)
+    from . import elementwise as E, reduce as R, shape as S
+    from .creation import repeat, zeros
+
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4 or gamma.ndim < 3 or beta.ndim < 3:
+        raise IndexError("[gated_delta_update] q, k and v must be [B, T, H, D] and gamma, beta "
+                         f"[B, T, Hv]; got q {fmt_shape(q.shape)}, k {fmt_shape(k.shape)}, v "
+                         f"{fmt_shape(v.shape)}, gamma {fmt_shape(gamma.shape)}, beta "
+                         f"{fmt_shape(beta.shape)}.")
+    b, t, hk, dk = q.shape
+    hv, dv = v.shape[2], v.shape[3]
+    if k.shape != q.shape or v.shape[:2] != (b, t) or hk == 0 or hv % hk:
+        raise ValueError("[gated_delta_update] q and k must share their shape [B, T, Hk, Dk], v "
+                         "be [B, T, Hv, Dv] with Hv a multiple of Hk; got q "
+                         f"{fmt_shape(q.shape)}, k {fmt_shape(k.shape)}, v {fmt_shape(v.shape)}.")
+    s = dev.resolve_stream(stream)
+    if hv != hk:
+        q = repeat(q, hv // hk, axis=2, stream=s)
+        k = repeat(k, hv // hk, axis=2, stream=s)
+    state = initial_state
+    if state is None:
+        dtype = dt.promote_types(dt.promote_types(q.dtype, k.dtype), v.dtype)
+        dtype = dt.promote_types(dtype, dt.promote_types(gamma.dtype, beta.dtype))
+        state = zeros((b, hv, dv, dk), dtype, stream=s)
+    ys = []
+    for i in range(t):
+        qt, kt, vt = q[:, i], k[:, i], v[:, i]                       # [B, Hv, D]
+        g = S.expand_dims(gamma[:, i], (-2, -1), stream=s) if gamma.ndim == 3 else \
+            S.expand_dims(gamma[:, i], -2, stream=s)                 # [B, Hv, 1, 1 | Dk]
+        old = state
+        st = E.multiply(state, g, stream=s)
+        k4 = S.expand_dims(kt, -2, stream=s)                         # [B, Hv, 1, Dk]
+        kv = R.sum(E.multiply(st, k4, stream=s), axis=-1, stream=s)  # [B, Hv, Dv]
+        delta = E.multiply(E.subtract(vt, kv, stream=s),
+                           S.expand_dims(beta[:, i], -1, stream=s), stream=s)
+        st = E.add(st, E.multiply(k4, S.expand_dims(delta, -1, stream=s), stream=s), stream=s)
+        yt = R.sum(E.multiply(st, S.expand_dims(qt, -2, stream=s), stream=s), axis=-1,
+                   stream=s)
+        if mask is not None:
+            m = mask[:, i]
+            st = E.where(S.reshape(m, (b, 1, 1, 1), stream=s), st, old, stream=s)
+            yt = E.where(S.reshape(m, (b, 1, 1), stream=s), yt, E.multiply(yt, 0, stream=s),
+                         stream=s)
+        state = st
+        ys.append(yt)
+    y = S.stack(ys, axis=1, stream=s) if ys else zeros((b, 0, hv, dv), v.dtype, stream=s)
+    return [y, state]
 
 
 def __getattr__(name: str):

@@ -36,7 +36,7 @@ from ..graph.primitives.shape import ViewSpec
 from . import device as dev
 from ._base import astype, broadcast_shapes as _broadcast2
 from ._nanobind import SIGNATURES, argument_error
-from .array import array, from_data, make
+from .array import array, fresh, from_data, make
 from .shape import _index_dtype, _int, broadcast_view, fmt_shape, view
 
 __all__ = ["newaxis", "take", "take_along_axis", "put_along_axis", "ArrayAt"]
@@ -97,9 +97,13 @@ def _slice_params(s: slice, n: int) -> tuple[int, int, int]:
     return start, step, len(range(start, stop, step))
 
 
-def _parse(a: array, index: Any) -> list[tuple[int, Any]]:
+def _parse(a: array, index: Any, scatter: bool = False, converted: list | None = None
+           ) -> list[tuple[int, Any]]:
     """The index as a list of (kind, value) over a's axes, Nones included, Ellipsis expanded
-    and trailing axes filled with full slices. Ints are normalised and bounds-checked."""
+    and trailing axes filled with full slices. Ints are normalised and bounds-checked; for a
+    scatter (``scatter``: ``a[i] = v``, ``a.at[i].add(v)``) an int out of range becomes a 0-d
+    index array instead (appended to ``converted``), whose update the scatter drops (as every
+    out-of-range one)."""
     top = not isinstance(index, tuple)
     entries = (index,) if top else index
     shape = a._shape
@@ -144,6 +148,13 @@ def _parse(a: array, index: Any) -> list[tuple[int, Any]]:
         if kind == _INT:
             n = shape[axis]
             if not -n <= value < n:
+                if scatter:
+                    oob = from_data(np.array(value, np.int32), dt.int32)
+                    if converted is not None:
+                        converted.append(oob)
+                    parsed[k] = (_ARRAY, oob)
+                    axis += 1
+                    continue
                 raise IndexError(f"index {value} is out of bounds for axis {axis} with size {n}")
             parsed[k] = (_INT, value + n if value < 0 else value)
         axis += 1
@@ -244,8 +255,8 @@ class _Advanced:
 
     __slots__ = ("spec", "axes", "arrays", "bshape", "final", "final_shape", "rest")
 
-    def __init__(self, a: array, parsed: list[tuple[int, Any]], check_host: bool = True
-                 ) -> None:
+    def __init__(self, a: array, parsed: list[tuple[int, Any]], check_host: bool = True,
+                 dropped: tuple = ()) -> None:
         shape = a._shape
         self.spec, origin = _basic_spec(shape, parsed, keep_arrays=True)
         vshape = self.spec.shape
@@ -263,7 +274,8 @@ class _Advanced:
         for e in bshape:
             bsize *= e
         for ax, x in zip(self.axes, arrays):
-            if vshape[ax] == 0 and bsize:
+            # (an int out of range in a scatter, ``dropped``, writes nothing instead)
+            if vshape[ax] == 0 and bsize and not any(x is d for d in dropped):
                 raise IndexError(f"index out of bounds: cannot take from axis {ax} of size 0")
         self.arrays = arrays
         if check_host:
@@ -341,7 +353,7 @@ def getitem(a: array, index: Any) -> array:
         return make(P.View(spec, "getitem"), (a,), spec.shape, a._dtype,
                     dev.resolve_stream(None))
     if index is Ellipsis or (type(index) is tuple and not index):
-        return a
+        return fresh(a)  # a new array object, as in MLX: y = x[...]; y[0] = v leaves x alone
     if not isinstance(index, (tuple, slice, list, array)) and index is not None \
             and _as_int(index) is None:
         raise ValueError("Cannot index mlx array using the given type.")
@@ -349,7 +361,7 @@ def getitem(a: array, index: Any) -> array:
     if not any(kind == _ARRAY for kind, _ in parsed):
         spec, _ = _basic_spec(shape, parsed, keep_arrays=False)
         if _is_identity(spec, shape):
-            return a
+            return fresh(a)
         return view(a, spec, "getitem", None)
     s = dev.resolve_stream(None)
     adv = _Advanced(a, parsed)
@@ -382,7 +394,10 @@ def _value_array(a: array, value: Any) -> array:
     elif isinstance(value, np.ndarray):
         v = array(value, a._dtype)
     else:
-        raise ValueError(f"Invalid type {type(value).__name__} received in array "
+        c = dt.odd_number(value)  # an object with __float__ / __complex__ / __index__
+        if c is not None:
+            return _value_array(a, c)
+        raise ValueError(f"Invalid type {dt._type_name(value)} received in array "
                          "initialization.")
     return v
 
@@ -468,13 +483,14 @@ def _update_node(old: array, index: Any, value: Any) -> array:
         mask = array(bool(index))
     if mask is not None:
         return _masked(old, mask, v, s)
+    converted: list = []
     if index is Ellipsis or (type(index) is tuple and not index):
         parsed = [(_SLICE, slice(None))] * len(shape)
     else:
         if not isinstance(index, (tuple, slice, list, array)) and index is not None \
                 and _as_int(index) is None:
             raise ValueError("Cannot index mlx array using the given type.")
-        parsed = _parse(old, index)
+        parsed = _parse(old, index, scatter=True, converted=converted)
     if not any(kind == _ARRAY for kind, _ in parsed):
         spec, _ = _basic_spec(shape, parsed, keep_arrays=True)
         result, origin = _basic_spec(shape, parsed, keep_arrays=False)
@@ -488,11 +504,16 @@ def _update_node(old: array, index: Any, value: Any) -> array:
         if _is_identity(spec, shape):
             return make(P.Copy(), (upd,), shape, old._dtype, s)
         return make(P.SliceUpdate(spec), (old, upd), shape, old._dtype, s)
-    # MLX checks the update's shape first: a mis-shaped update is a ValueError even when an index
-    # is also out of range.
-    adv = _Advanced(old, parsed, check_host=False)
+    # Index values out of range (after one negative wrap), on the host or not, drop their
+    # updates (JAX's rule; MLX writes out of bounds there): nothing is read back to the host.
+    if type(index) is not tuple and parsed and parsed[0][0] == _ARRAY and not isinstance(
+            index, (array, list)):  # an int out of range: the same shape check as in range
+        _check_int_update(v._shape, shape)
+    try:
+        adv = _Advanced(old, parsed, check_host=False, dropped=tuple(converted))
+    except IndexError as exc:  # an index array into an empty axis: MLX's ValueError
+        raise ValueError(f"[scatter] {exc}") from None
     target = _fit(v, adv.final_shape, s)
-    adv.check_host_bounds()
     # Rearrange the update from the result's layout into the gather's (B..., rest...).
     gshape = adv.gathered_shape()
     pos = {g: j for j, g in enumerate(adv.final) if g >= 0}
@@ -668,7 +689,10 @@ def _at_values(a: array, value: Any) -> array:
         return from_data(np.asarray(_scalar_numpy(val, vdtype)).reshape(()), vdtype)
     if isinstance(value, np.ndarray):
         return array(value)
-    raise ValueError(f"Invalid type {type(value).__name__} received in array initialization.")
+    c = dt.odd_number(value)  # an object with __float__ / __complex__ / __index__ (MLX: complex)
+    if c is not None:
+        return _at_values(a, c)
+    raise ValueError(f"Invalid type {dt._type_name(value)} received in array initialization.")
 
 
 def _plain_index(index: Any) -> bool:
@@ -711,7 +735,8 @@ def _at_update(a: array, index: Any, value: Any, name: str) -> array:
     if not isinstance(index, (tuple, slice, list, array)) and _as_int(index) is None:
         raise ValueError("Cannot index mlx array using the given type.")
     try:
-        parsed = _parse(a, index)
+        converted: list = []
+        parsed = _parse(a, index, scatter=True, converted=converted)
     except ValueError as exc:
         raise ValueError(str(exc).replace("[gather]", "[scatter]")) from None
     op = _AT_SCATTER[name]
@@ -728,7 +753,7 @@ def _at_update(a: array, index: Any, value: Any, name: str) -> array:
                                      tuple(((j, 1),) for j in keep)), "setitem", s)
         return make(P.Scatter(spec, (), (), op), (a, upd), shape, a._dtype, s)
     try:
-        adv = _Advanced(a, parsed, check_host=False)
+        adv = _Advanced(a, parsed, check_host=False, dropped=tuple(converted))
     except IndexError as exc:  # an index array into an empty axis
         raise ValueError(f"[scatter] {exc}") from None
     target = _fit(v, adv.final_shape, s)

@@ -10,7 +10,7 @@ from .. import dtypes as dt
 from . import device as dev
 from ._base import astype as _astype
 from ._nanobind import SIGNATURES
-from .array import array, make
+from .array import array, fresh, make
 from ..graph.primitives.bitview import ViewDtype
 from .reduce import cumprod, cumsum
 
@@ -47,9 +47,11 @@ _VIEW_SIG = SIGNATURES["view"]
 
 
 def astype(a: array, /, dtype: dt.Dtype, *, stream: Any = None) -> array:
-    """``a`` cast to ``dtype`` (``a`` itself when it already has it), like ``a.astype``."""
+    """``a`` cast to ``dtype`` (a new array with ``a``'s value when it already has it)."""
     if not isinstance(a, array) or type(dtype) is not dt.Dtype:
         raise _incompatible("astype", _ASTYPE_SIG, (a, dtype))
+    if a._dtype is dtype:  # a new array object all the same, as in MLX (see array.fresh)
+        return fresh(a, stream)
     return _astype(a, dtype, stream)
 
 
@@ -77,5 +79,5 @@ def view(a: Any, dtype: dt.Dtype, stream: Any = None) -> array:
                              "last axis must be a multiple of the requested type size.")
         shape = shape[:-1] + (last // out_size,)
     elif a._dtype is dtype:
-        return a
+        return fresh(a, s)
     return make(ViewDtype(), (a,), shape, dtype, s)

@@ -17,7 +17,7 @@ from ..graph.primitives import reduce as R
 from . import device as dev
 from ._base import AxisError, normalize_axis
 from ._nanobind import argument_error
-from .array import array, make
+from .array import array, fresh, make
 from .shape import require_array
 
 __all__ = [
@@ -428,7 +428,7 @@ def diff(a: array, /, n: int = 1, axis: int = -1, *, stream: Any = None) -> arra
         raise ValueError("[diff] Order `n` must be non-negative.")
     ax %= ndim
     if n == 0:
-        return a
+        return fresh(a, stream)
     shape = list(a._shape)
     shape[ax] = shape[ax] - n if shape[ax] > n else 0
     return make(R.Diff(n, ax), (a,), tuple(shape), a._dtype, dev.resolve_stream(stream))

@@ -21,7 +21,7 @@ from ..graph.primitives.shape import ViewSpec, contiguous_strides
 from . import device as dev
 from ._base import AxisError, as_array, astype, broadcast_shapes as _broadcast2
 from ._nanobind import argument_error
-from .array import array, make, make_multi
+from .array import array, fresh, make, make_multi
 
 __all__ = [
     "reshape", "flatten", "unflatten", "squeeze", "expand_dims", "transpose", "permute_dims",
@@ -131,7 +131,10 @@ def reshape(a: array, /, shape: Sequence[int], *, stream: Any = None) -> array:
                         f"*, stream: StreamOrDevice = None) -> array\n\nInvoked with types: "
                         f"mlx.core.array, {type(shape).__name__}")
     dims = list(shape_arg(shape, "reshape", allow_int=False))
-    return _reshape_node(a, _infer_shape(a, dims), stream)
+    shape = _infer_shape(a, dims)
+    if shape == a._shape:  # a new array object all the same, as in MLX (see array.fresh)
+        return fresh(a, stream)
+    return make(P.Reshape(), (a,), shape, a._dtype, dev.resolve_stream(stream))
 
 
 def _infer_shape(a: array, dims: list[int]) -> tuple[int, ...]:
@@ -184,7 +187,7 @@ def flatten(a: array, /, start_axis: int = 0, end_axis: int = -1, *,
         raise AxisError(f"[flatten] Invalid end_axis {end_axis} for array with {ndim} "
                         "dimensions.")
     if start == end:
-        return a
+        return fresh(a, stream)
     n = 1
     for e in a._shape[start:end + 1]:
         n *= e
@@ -217,7 +220,7 @@ def unflatten(a: array, /, axis: int, shape: Sequence[int], *, stream: Any = Non
         raise ValueError(f"[Unflatten] Cannot unflatten axis {axis} with size {a._shape[ax]} "
                          f"into shape {fmt_shape(dims)}.")
     if len(dims) == 1:
-        return a
+        return fresh(a, stream)
     return _reshape_node(a, a._shape[:ax] + tuple(dims) + a._shape[ax + 1:], stream)
 
 
@@ -241,7 +244,7 @@ def squeeze(a: array, /, axis: int | Sequence[int] | None = None, *,
     elif isinstance(axis, (list, tuple)):
         raw = int_list(axis, "axis", "squeeze")
         if not raw:
-            return a
+            return fresh(a, stream)
         if len({x + ndim if x < 0 else x for x in raw}) != len(raw):
             raise ValueError("[squeeze] Received duplicate axes.")
         axes = sorted(check_axis(x, ndim, "squeeze") for x in raw)
@@ -252,7 +255,7 @@ def squeeze(a: array, /, axis: int | Sequence[int] | None = None, *,
             raise ValueError(f"[squeeze] Cannot squeeze axis {x} with size {shape[x]} which is "
                              "not equal to 1.")
     if not axes:
-        return a
+        return fresh(a, stream)
     keep = [d for d in range(ndim) if d not in axes]
     out = tuple(shape[d] for d in keep)
     return view(a, _drop_insert_spec(shape, keep, out, range(len(keep))), "squeeze", stream)
@@ -264,7 +267,7 @@ def expand_dims(a: array, /, axis: int | Sequence[int], *, stream: Any = None) -
     if isinstance(axis, (list, tuple)):
         raw = int_list(axis, "axis", "expand_dims")
         if not raw:
-            return a
+            return fresh(a, stream)
         if len(set(raw)) != len(raw):
             raise ValueError("[expand_dims] Received duplicate axes.")
     else:
@@ -352,7 +355,7 @@ def moveaxis(a: array, /, source: int, destination: int, *, stream: Any = None) 
     s = _axis_or_raise(_int(source, "source", "moveaxis"), a.ndim, "moveaxis")
     d = _axis_or_raise(_int(destination, "destination", "moveaxis"), a.ndim, "moveaxis")
     if s == d:
-        return a
+        return fresh(a, stream)
     perm = list(range(a.ndim))
     perm.pop(s)
     perm.insert(d, s)
@@ -395,7 +398,7 @@ def broadcast_to(a: Any, /, shape: Sequence[int], *, stream: Any = None) -> arra
     a = as_array(a)
     shape = shape_arg(shape, "broadcast_to", allow_int=False)
     if a._shape == shape:
-        return a
+        return fresh(a, stream)
     if any(e < 0 for e in shape):
         raise ValueError("[broadcast_to] Negative dimensions not allowed.")
     out = _broadcast2(a._shape, shape)
@@ -425,11 +428,12 @@ def broadcast_arrays(*arrays: array, stream: Any = None) -> list[array]:
         if not isinstance(x, array):
             raise _bad_cast("broadcast_arrays", x)
     if len(arrays) <= 1:
-        return list(arrays)
+        return [fresh(x, stream) for x in arrays]
     shape = arrays[0]._shape
     for x in arrays[1:]:
         shape = _broadcast2(shape, x._shape)
-    return [broadcast_view(x, shape, stream) for x in arrays]
+    return [fresh(x, stream) if x._shape == shape else broadcast_view(x, shape, stream)
+            for x in arrays]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -485,7 +489,7 @@ def concatenate(arrays: list[array], axis: int | None = 0, *, stream: Any = None
         axis = 0
     axis = _int(axis, "axis", "concatenate")
     if len(arrays) == 1:
-        return arrays[0]
+        return fresh(arrays[0], stream)
     ndim = arrays[0].ndim
     ax = check_axis(axis, ndim, "concatenate")
     shape = list(arrays[0]._shape)
@@ -595,7 +599,7 @@ def split(a: array, /, indices_or_sections: int | Sequence[int], axis: int = 0, 
         step = n // sections
         bounds = [(i * step, (i + 1) * step) for i in range(sections)]
     if len(bounds) == 1 and bounds[0] == (0, a._shape[ax]):
-        return [a]
+        return [fresh(a, stream)]
     specs = [_range_spec(a._shape, ax, s, e) for s, e in bounds]
     return make_multi(P.Split(specs), (a,), [(s.shape, a._dtype) for s in specs],
                       dev.resolve_stream(stream))
@@ -607,7 +611,7 @@ def _atleast(arys: tuple, nd: int, fn: str, stream: Any) -> array | list[array]:
         if not isinstance(x, array):
             raise _bad_cast(fn, x)
         if x.ndim >= nd:
-            outs.append(x)
+            outs.append(fresh(x, stream))
             continue
         s = x._shape
         if nd == 1:
@@ -707,7 +711,7 @@ def pad(a: array, pad_width: Any, mode: str = "constant", constant_values: Any =
     if mode not in ("constant", "edge", "reflect", "symmetric"):
         raise ValueError(f"Invalid padding mode ({mode}) passed to pad")
     if ndim == 0 or all(p == (0, 0) for p in pairs):
-        return a
+        return fresh(a, stream)
     shape = a._shape
     out_shape = tuple(e + lo + hi for e, (lo, hi) in zip(shape, pairs))
     check_size(out_shape, a._dtype, "pad")
@@ -781,7 +785,7 @@ def flip(a: array, /, axis: int | Sequence[int] | None = None, *, stream: Any = 
     a = require_array(a, "flip")
     axes = set(_axes_arg(axis, a.ndim, "flip"))
     if not axes:
-        return a
+        return fresh(a, stream)
     shape = a._shape
     off = tuple((shape[d] - 1 if (d in axes and shape[d]) else 0) for d in range(len(shape)))
     terms = tuple(((d, -1 if d in axes else 1),) for d in range(len(shape)))
@@ -796,7 +800,7 @@ def roll(a: array, shift: int | Sequence[int], axis: int | Sequence[int] | None 
         [_int(shift, "shift", "roll")]
     if axis is None:
         if a.ndim == 0:
-            return a
+            return fresh(a, stream)
         flat = flatten(a, stream=stream)
         return _reshape_node(roll(flat, sum(shifts), 0, stream=stream), a._shape, stream)
     ndim = a.ndim
@@ -817,7 +821,7 @@ def roll(a: array, shift: int | Sequence[int], axis: int | Sequence[int] | None 
     shape = a._shape
     rolled = {ax: sh % shape[ax] for ax, sh in total.items() if shape[ax] and sh % shape[ax]}
     if not rolled:
-        return a
+        return fresh(a, stream)
     strides = contiguous_strides(shape)
     blocks = []
     items = sorted(rolled.items())
