@@ -56,10 +56,10 @@ def main(bench_path: str, model_path: str, dst: str) -> None:
             b.annotate(f"{r['ratio']:.2f}x", (j, 1.02), ha="center", fontsize=8)
     b.set_xticks(range(len(cmp_rows)))
     b.set_xticklabels(labels, fontsize=8)
-    b.set_ylim(0, 1.15)
+    b.set_ylim(0, 1.32)
     b.set_ylabel("tokens/s, fraction of the faster backend")
     b.set_title("llama-shaped model, same script (labels: ours / MLX-CUDA)", fontsize=10)
-    b.legend(fontsize=8)
+    b.legend(fontsize=8, loc="upper center", ncol=2)
     v = bench["versions"]
     fig.suptitle(f"{v.get('gpu')} · {bench['date']}", fontsize=9)
     fig.tight_layout()
