@@ -30,6 +30,7 @@ log = logging.getLogger("pycudamlx.cli")
 _USER_ERRORS: tuple[type[BaseException], ...] = (
     driver.CudaError, cache_mod.CacheDirError, nvrtc.NvrtcUnavailableError,
     nvrtc.KernelCompileError, compiler.KernelUnavailableError, OSError,
+    ptxstore.ManifestError, ptxstore.ShippedPtxError,
 )
 
 
@@ -173,6 +174,8 @@ def _cache_line(c: dict[str, Any]) -> str:
 def _ptx_line(p: dict[str, Any]) -> str:
     if not p["present"]:
         return f"{p['directory']}: missing (run 'pycudamlx ptx build')"
+    if p["problems"]["manifest"]:
+        return f"UNUSABLE: {p['problems']['manifest'][0]} (run 'pycudamlx ptx verify')"
     state = "verify ok" if p["verify_ok"] else "STALE: " + _problem_summary(p["problems"])
     return (f"{p['directory']}: {p['modules']} modules (NVRTC {p['nvrtc_version']}, PTX ISA "
             f"{p['ptx_isa']}, {p['arch']}), {format_bytes(p['size_bytes'])}, {state}")
@@ -481,7 +484,8 @@ def ptx_build(nvrtc_dir: Path, out_dir: Path | None, allow_other_nvrtc: bool) ->
               default=None, help="The kernels_ptx directory (default: the one this package uses).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (docs/cli.md).")
 def ptx_verify(directory: Path | None, as_json: bool) -> None:
-    """Check kernels_ptx/ against the kernel sources; exit 1 when it is stale."""
+    """Check kernels_ptx/ against the kernel sources and each file against its digest; exit 1
+    when anything is stale, missing, corrupt or the manifest is malformed."""
     d = directory if directory is not None else ptxstore.ptx_dir()
     report = ptxstore.verify(d)
     problems = diagnostics.verify_problems(report)
@@ -490,14 +494,16 @@ def ptx_verify(directory: Path | None, as_json: bool) -> None:
                     "problems": problems})
     elif report.ok:
         n = len(registry.shipped_modules())
-        click.echo(f"kernels_ptx is current: {n} modules in {d} match the kernel sources.")
+        click.echo(f"kernels_ptx is current: {n} modules in {d} match the kernel sources and "
+                   "their digests.")
+    elif report.manifest:
+        click.echo(f"kernels_ptx is unusable: {report.manifest[0]}. {ptxstore.REPAIR}")
     else:
-        click.echo(f"kernels_ptx in {d} does not match the kernel sources:")
+        click.echo(f"kernels_ptx in {d} does not match the kernel sources or its manifest:")
         for kind, names in problems.items():
             for name in names:
                 click.echo(f"  {kind.replace('_', ' ')}: {name}")
-        click.echo("Rebuild it with 'pycudamlx ptx build --nvrtc-dir DIR' "
-                   "(scripts/fetch-nvrtc-12.0.sh DIR fetches NVRTC 12.0).")
+        click.echo(ptxstore.REPAIR)
     if not report.ok:
         click.get_current_context().exit(1)
 

@@ -132,12 +132,15 @@ def cache_info(directory: Path | str | None = None) -> dict[str, Any]:
 def kernels_ptx_info(directory: Path | str | None = None) -> dict[str, Any]:
     """What kernels_ptx/ holds, and whether it matches the kernel sources (ptx verify)."""
     d = Path(directory) if directory is not None else ptxstore.ptx_dir()
-    m = ptxstore._read_manifest(d)
+    try:
+        m: ptxstore.Manifest | None = ptxstore.read_manifest(d)
+    except ptxstore.ManifestError:
+        m = None  # verify() names the problem
     files = sorted(d.glob("*.ptx.gz")) if d.is_dir() else []
     report = ptxstore.verify(d)
     return {
         "directory": str(d),
-        "present": m is not None,
+        "present": (d / ptxstore.MANIFEST).exists(),
         "modules": len(m.modules) if m else 0,
         "files": len(files),
         "size_bytes": sum(f.stat().st_size for f in files),
@@ -150,8 +153,9 @@ def kernels_ptx_info(directory: Path | str | None = None) -> dict[str, Any]:
 
 
 def verify_problems(report: ptxstore.VerifyReport) -> dict[str, list[str]]:
-    return {"missing": report.missing, "stale": report.stale, "extra": report.extra,
-            "bad_files": report.bad_files, "wrong_toolchain": report.wrong_toolchain}
+    return {"manifest": report.manifest, "missing": report.missing, "stale": report.stale,
+            "extra": report.extra, "bad_files": report.bad_files, "corrupt": report.corrupt,
+            "wrong_toolchain": report.wrong_toolchain}
 
 
 def cublas_info() -> dict[str, Any]:

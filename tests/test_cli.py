@@ -30,7 +30,8 @@ DEVICE_KEYS = {"index", "name", "compute_capability", "arch", "multiprocessors",
 CACHE_KEYS = {"directory", "exists", "usable", "problem", "entries", "size_bytes"}
 PTX_KEYS = {"directory", "present", "modules", "files", "size_bytes", "nvrtc_version", "ptx_isa",
             "arch", "verify_ok", "problems"}
-PROBLEM_KEYS = {"missing", "stale", "extra", "bad_files", "wrong_toolchain"}
+PROBLEM_KEYS = {"manifest", "missing", "stale", "extra", "bad_files", "corrupt",
+                "wrong_toolchain"}
 SMOKE_KEYS = {"schema", "backend", "gpu_unavailable_reason", "ok", "passes"}
 PASS_KEYS = {"device", "device_name", "path", "nvrtc", "kernel_sources", "ok", "error", "results"}
 ROW_KEYS = {"op", "dtype", "size", "bytes", "status", "time_ms", "gb_per_s", "detail"}
@@ -371,7 +372,43 @@ def test_ptx_verify_lists_what_is_wrong_and_exits_1(tmp_path):
 
 def test_ptx_verify_of_an_empty_dir(tmp_path):
     result = invoke("ptx", "verify", "--dir", str(tmp_path))
-    assert result.exit_code == 1 and "missing:" in result.output and "no manifest.json" in result.output
+    assert result.exit_code == 1 and "missing:" not in result.output
+    assert f"{tmp_path / 'manifest.json'}: no such file" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and "ptx build" in result.output
+
+
+def test_ptx_verify_names_a_tampered_file(tmp_path):
+    import gzip
+
+    d = tmp_path / "kernels_ptx"
+    shutil.copytree(REPO / "kernels_ptx", d)
+    name = json.loads((d / ptxstore.MANIFEST).read_text())["modules"]["binary.add.float32"]["file"]
+    ptx = gzip.decompress((d / name).read_bytes())
+    (d / name).write_bytes(gzip.compress(ptx.replace(b"ret;", b"trap;", 1), mtime=0))
+    result = invoke("ptx", "verify", "--dir", str(d))
+    assert result.exit_code == 1 and f"corrupt: {name}" in result.output
+    assert "ptx build" in result.output and "einstall" in result.output
+    doc = json.loads(invoke("ptx", "verify", "--dir", str(d), "--json").output)
+    assert doc["ok"] is False and doc["problems"]["corrupt"] == [name]
+
+
+@pytest.mark.parametrize("text", ['{"modules": 5}', '{"nvrtc_version": "12.0", "modu', "\xff"])
+def test_a_malformed_manifest_is_one_line_and_exit_1(tmp_path, monkeypatch, text):
+    d = tmp_path / "kernels_ptx"
+    d.mkdir()
+    (d / ptxstore.MANIFEST).write_bytes(text.encode("latin-1"))
+    result = invoke("ptx", "verify", "--dir", str(d))
+    assert result.exit_code == 1, result.output
+    assert "internal error" not in result.output and "missing:" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert str(d / ptxstore.MANIFEST) in result.output
+    monkeypatch.setattr(ptxstore, "ptx_dir", lambda: d)
+    info_result = invoke("info")
+    assert "internal error" not in info_result.output
+    assert f"UNUSABLE: {d / ptxstore.MANIFEST}" in info_result.output
+    doc = json.loads(invoke("info", "--json").output)
+    assert doc["kernels_ptx"]["verify_ok"] is False
+    assert len(doc["kernels_ptx"]["problems"]["manifest"]) == 1
 
 
 def test_ptx_build_without_nvrtc_in_the_dir_is_a_clear_error(tmp_path):
