@@ -164,11 +164,16 @@ def _print_rows(rows: Iterable[tuple[str, str]]) -> None:
 
 
 def _cache_line(c: dict[str, Any]) -> str:
+    held = f"{c['entries']} entr{'y' if c['entries'] == 1 else 'ies'}"
+    if c["corrupt_entries"]:
+        held += (f" ({len(c['corrupt_entries'])} corrupt: rebuilt when next needed, or "
+                 "'pycudamlx cache clear')")
     if c["problem"]:
-        return f"{c['directory']}: UNUSABLE: {c['problem']}"
+        return f"{c['directory']}: UNUSABLE: {c['problem']}" + (
+            f" It holds {held}." if c["exists"] else "")
     if not c["exists"]:
         return f"{c['directory']}: not created yet (made on first use)"
-    return f"{c['directory']}: {c['entries']} entries, {format_bytes(c['size_bytes'])}"
+    return f"{c['directory']}: {held}, {format_bytes(c['size_bytes'])}"
 
 
 def _ptx_line(p: dict[str, Any]) -> str:
@@ -336,7 +341,13 @@ def cache_info(directory: Path | None, as_json: bool) -> None:
 def cache_clear(directory: Path | None) -> None:
     """Delete every cached kernel (only the cache's own files)."""
     kc = cache_mod.KernelCache(directory)
-    removed = kc.clear()
+    removed, failures = kc.clear_with_failures()
+    if failures:
+        path, why = failures[0]
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        raise click.ClickException(
+            f"could not remove {len(failures)} of {len(failures) + removed} files from "
+            f"{kc.directory} ({removed} removed): {path}: {why}{more}")
     click.echo(f"Removed {removed} entr{'y' if removed == 1 else 'ies'} from {kc.directory}")
 
 

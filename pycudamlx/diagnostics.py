@@ -101,7 +101,9 @@ def devices_info() -> list[dict[str, Any]]:
 
 
 def cache_info(directory: Path | str | None = None) -> dict[str, Any]:
-    """State of a kernel cache directory, without creating it (info must not change anything)."""
+    """State of a kernel cache directory. Nothing is changed: usability is found by trying to
+    create (or write in) the directory with a temporary file removed at once; entries are counted
+    (and checked) whatever the directory's state."""
     d = Path(directory) if directory is not None else default_cache_dir()
     cache = KernelCache(d)
     exists = d.exists()
@@ -111,22 +113,13 @@ def cache_info(directory: Path | str | None = None) -> dict[str, Any]:
             cache.ensure_directory()  # creates nothing: the path exists
         except CacheDirError as exc:
             problem = str(exc)
-    else:
-        ancestor = d.parent
-        while not ancestor.exists() and ancestor != ancestor.parent:
-            ancestor = ancestor.parent
-        if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
-            problem = (f"the kernel cache directory {d} cannot be created: {ancestor} is not a "
-                       "writable directory. Set PYCUDAMLX_CACHE_DIR to a writable directory.")
-    entries = cache.entries() if exists and problem is None else []
-    size = 0
-    for p in entries:
-        try:
-            size += p.stat().st_size
-        except OSError:
-            pass
+    if problem is None:
+        problem = cache.probe_writable()
+    count, corrupt = cache.scan() if exists else (0, [])
+    size = cache.size_bytes() if exists else 0
     return {"directory": str(d), "exists": exists, "usable": problem is None,
-            "problem": problem, "entries": len(entries), "size_bytes": size}
+            "problem": problem, "entries": count, "size_bytes": size,
+            "corrupt_entries": [str(p) for p in corrupt]}
 
 
 def kernels_ptx_info(directory: Path | str | None = None) -> dict[str, Any]:

@@ -4,6 +4,7 @@ exit codes, the no-GPU message, the --json schemas (docs/cli.md), and clear erro
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -27,7 +28,8 @@ DRIVER_KEYS = {"available", "reason", "version", "cuda_version"}
 DEVICE_KEYS = {"index", "name", "compute_capability", "arch", "multiprocessors",
                "memory_total_bytes", "memory_free_bytes", "managed_memory",
                "concurrent_managed_access", "pageable_memory_access", "l2_cache_bytes"}
-CACHE_KEYS = {"directory", "exists", "usable", "problem", "entries", "size_bytes"}
+CACHE_KEYS = {"directory", "exists", "usable", "problem", "entries", "size_bytes",
+              "corrupt_entries"}
 PTX_KEYS = {"directory", "present", "modules", "files", "size_bytes", "nvrtc_version", "ptx_isa",
             "arch", "verify_ok", "problems"}
 PROBLEM_KEYS = {"manifest", "missing", "stale", "extra", "bad_files", "corrupt",
@@ -337,6 +339,65 @@ def test_cache_clear_of_a_missing_dir(tmp_path):
     result = invoke("cache", "clear", "--dir", str(tmp_path / "nothing"))
     assert result.exit_code == 0 and "Removed 0 entries" in result.output
     assert not (tmp_path / "nothing").exists()
+
+
+def _filled(d: Path, n: int = 4) -> cache_mod.KernelCache:
+    from test_cache import _entry, _key
+
+    kc = cache_mod.KernelCache(d)
+    for i in range(n):
+        assert kc.put(_key(i), _entry(seed=i))
+    return kc
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_cache_info_of_an_uncreatable_dir_says_unusable(tmp_path):
+    env = {"PYCUDAMLX_CACHE_DIR": "/proc/nope"}
+    doc = json.loads(invoke("cache", "info", "--json", env=env).output)
+    assert doc["usable"] is False and "/proc/nope cannot be created" in doc["problem"]
+    assert "not created yet" not in invoke("cache", "info", env=env).output
+    assert not Path("/proc/nope").exists()
+    warm = invoke("cache", "warm", "--arch", "sm_90", "--only", "copy.float32.float32", env=env)
+    assert warm.exit_code != 0 and "/proc/nope" in warm.output
+
+
+def test_cache_info_counts_entries_of_an_unusable_dir(tmp_path):
+    d = tmp_path / "shared"
+    _filled(d, 5)
+    d.chmod(0o777)
+    doc = json.loads(invoke("cache", "info", "--json", "--dir", str(d)).output)
+    assert doc["usable"] is False and doc["entries"] == 5 and doc["size_bytes"] > 0
+    assert "It holds 5 entries" in invoke("cache", "info", "--dir", str(d)).output
+
+
+def test_cache_info_reports_corrupt_entries(tmp_path):
+    d = tmp_path / "cache"
+    kc = _filled(d, 3)
+    bad = kc.entries()[1]
+    bad.write_bytes(bad.read_bytes()[:-10])  # truncated
+    doc = json.loads(invoke("cache", "info", "--json", "--dir", str(d)).output)
+    assert doc["usable"] is True and doc["entries"] == 3
+    assert doc["corrupt_entries"] == [str(bad)]
+    assert "3 entries (1 corrupt" in invoke("cache", "info", "--dir", str(d)).output
+    assert sorted(p.name for p in d.iterdir()) == sorted(p.name for p in d.iterdir()
+                                                         if not p.name.startswith(".tmp"))
+
+
+def test_cache_info_and_clear_of_a_read_only_dir(tmp_path):
+    d = tmp_path / "ro"
+    kc = _filled(d, 4)
+    subs = sorted({p.parent for p in kc.entries()})
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_read_only(d))
+        for sub in subs:
+            stack.enter_context(_read_only(sub))
+        doc = json.loads(invoke("cache", "info", "--json", "--dir", str(d)).output)
+        assert doc["usable"] is False and doc["entries"] == 4
+        result = invoke("cache", "clear", "--dir", str(d))
+        assert result.exit_code == 1 and "internal error" not in result.output
+        assert len(result.output.strip().splitlines()) == 1, result.output
+        assert f"could not remove 4 of 4 files from {d}" in result.output
+        assert len(kc.entries()) == 4
 
 
 # --------------------------------------------------------------------------------------------------
