@@ -9,13 +9,17 @@ non-zero exit status, never a traceback.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import difflib
 import fnmatch
 import json
 import logging
 import os
 import sys
+import threading
+import time
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import click
 
@@ -30,7 +34,7 @@ log = logging.getLogger("pycudamlx.cli")
 _USER_ERRORS: tuple[type[BaseException], ...] = (
     driver.CudaError, cache_mod.CacheDirError, nvrtc.NvrtcUnavailableError,
     nvrtc.KernelCompileError, compiler.KernelUnavailableError, OSError,
-    ptxstore.ManifestError, ptxstore.ShippedPtxError,
+    ptxstore.ManifestError, ptxstore.ShippedPtxError, _env.ConfigError,
 )
 
 
@@ -97,6 +101,60 @@ def _echo_json(doc: Any) -> None:
 
 def _yes(value: bool) -> str:
     return "yes" if value else "no"
+
+
+# ------------------------------------------------------------------------------------------------
+# progress
+
+#: Seconds between progress lines when stderr is not a terminal (CI logs, nohup).
+PROGRESS_INTERVAL = 5.0
+
+
+class _LogProgress:
+    """Progress for a log: a line on stderr every PROGRESS_INTERVAL seconds (also while nothing
+    completes, so a long compile still shows life), and one at the end."""
+
+    def __init__(self, length: int, label: str) -> None:
+        self.length, self.label, self.done = length, label, 0
+        self.start = time.monotonic()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="pycudamlx-progress", daemon=True)
+
+    def line(self) -> str:
+        pct = 100 * self.done // self.length if self.length else 100
+        return (f"{self.label}: {self.done}/{self.length} ({pct}%), "
+                f"{time.monotonic() - self.start:.0f} s")
+
+    def _run(self) -> None:
+        while not self._stop.wait(PROGRESS_INTERVAL):
+            with self._lock:
+                click.echo(self.line(), err=True)
+
+    def update(self, n: int) -> None:
+        self.done += n
+
+    def __enter__(self) -> "_LogProgress":
+        click.echo(f"{self.label}: 0/{self.length}", err=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+        if exc[0] is None:
+            click.echo(self.line(), err=True)
+
+
+@contextlib.contextmanager
+def _progress(length: int, label: str) -> Iterator[Any]:
+    """A progress bar on a terminal; timed log lines otherwise."""
+    if sys.stderr.isatty():
+        with click.progressbar(length=length, label=label, file=sys.stderr) as bar:
+            yield bar
+    else:
+        with _LogProgress(length, label) as log_progress:
+            yield log_progress
 
 
 # ------------------------------------------------------------------------------------------------
@@ -230,10 +288,14 @@ def smoke_cmd(as_json: bool, devices: tuple[int, ...], require_gpu: bool,
     if reason is not None:
         if require_gpu:
             raise click.ClickException(f"{reason} (--require-gpu)")
+        if devices:
+            raise click.BadParameter(
+                f"GPU {devices[0]} does not exist: no GPU is usable here ({reason})",
+                param_hint="'--device'")
         if not as_json:
             click.echo(reason)
             click.echo("Running the CPU backend's check (numpy) instead.")
-        _finish_smoke([smoke.cpu_pass()], reason, as_json)
+        _finish_smoke([smoke.cpu_pass(sizes or smoke.CPU_SIZES)], reason, as_json)
         return
     count = driver.device_count()
     for i in devices:
@@ -399,20 +461,18 @@ def cache_warm(archs: tuple[int, ...], directory: Path | None, dtype_set: str,
             raise click.BadParameter(exc.log, param_hint="'--arch'") from None
     kc = cache_mod.KernelCache(directory)
     kc.ensure_directory()
-    modules = _warm_modules(dtype_set)
+    modules = every = _warm_modules(dtype_set)
     if patterns:
         modules = [s for s in modules if any(fnmatch.fnmatchcase(s.name, g) for g in patterns)]
         if not modules:
-            raise click.BadParameter(f"no {dtype_set!r} module matches {' or '.join(patterns)}",
-                                     param_hint="'--only'")
+            raise click.BadParameter(_no_match(dtype_set, patterns, every), param_hint="'--only'")
     work = [(spec, cc) for cc in archs for spec in modules]
     arch_names = ", ".join(f"sm_{cc}" for cc in archs)
     log.info("warming %s with %d modules for %s (NVRTC %s)", kc.directory, len(modules),
              arch_names, nv.version_string)
     compiled = cached = 0
     with concurrent.futures.ThreadPoolExecutor(jobs or os.cpu_count() or 1) as pool, \
-            click.progressbar(length=len(work), label=f"Compiling for {arch_names}",
-                              file=sys.stderr) as bar:
+            _progress(len(work), f"Compiling for {arch_names}") as bar:
         futures = [pool.submit(compiler.warm, spec, cc, nv, kc) for spec, cc in work]
         try:
             for fut in concurrent.futures.as_completed(futures):
@@ -428,6 +488,25 @@ def cache_warm(archs: tuple[int, ...], directory: Path | None, dtype_set: str,
     click.echo(f"Warmed {kc.directory} for {arch_names} with NVRTC {nv.version_string}: "
                f"{len(modules)} modules per arch, {compiled} compiled, {cached} already cached; "
                f"the cache holds {len(kc.entries())} entries ({format_bytes(kc.size_bytes())}).")
+
+
+def _no_match(dtype_set: str, patterns: Sequence[str], specs: Sequence[registry.ModuleSpec]
+              ) -> str:
+    """Why --only matched nothing, with the module names it may have meant."""
+    names = [s.name for s in specs]
+    guesses: list[str] = []
+    for pattern in patterns:
+        parts = pattern.split(".")
+        # each dot-separated part as a prefix: binary.mul.float32 -> binary.multiply.float32
+        prefixed = [n for n in names if len(n.split(".")) == len(parts) and all(
+            seg == p or (i > 0 and fnmatch.fnmatchcase(seg, f"{p}*"))
+            for i, (seg, p) in enumerate(zip(n.split("."), parts)))]
+        guesses += prefixed or difflib.get_close_matches(pattern, names, n=3, cutoff=0.6)
+    guesses = list(dict.fromkeys(guesses))[:5]
+    hint = f" Did you mean {' or '.join(guesses)}?" if guesses else ""
+    return (f"no {dtype_set!r} module matches {' or '.join(patterns)}. Module names are "
+            "FAMILY.OP.DTYPE with the op's full MLX name, e.g. binary.multiply.float32, "
+            f"unary.exp.float16, copy.float32.int32 (globs allowed: 'binary.*.float32').{hint}")
 
 
 def _warm_modules(dtype_set: str) -> list[registry.ModuleSpec]:
@@ -479,8 +558,7 @@ def ptx_build(nvrtc_dir: Path, out_dir: Path | None, allow_other_nvrtc: bool) ->
     modules = registry.shipped_modules()
     log.info("building %d modules into %s with NVRTC %s (%s)", len(modules), out,
              nv.version_string, getattr(nv, "path", ""))
-    with click.progressbar(length=len(modules), label="Compiling PTX",
-                           file=sys.stderr) as bar:
+    with _progress(len(modules), "Compiling PTX") as bar:
         manifest = ptxstore.build(nv, out, modules, progress=lambda spec: bar.update(1))
     size = sum(f.stat().st_size for f in out.glob("*.ptx.gz"))
     click.echo(f"Wrote {len(manifest.modules)} modules to {out} (NVRTC {manifest.nvrtc_version}, "

@@ -62,7 +62,7 @@ def run_cli(*args: str, module: bool = False, **env: str) -> subprocess.Complete
 def _restore_env_flags():
     """The CLI re-reads the environment into pycudamlx._env; undo that after each test."""
     saved = {k: getattr(_env, k) for k in ("DEBUG_SYNC", "DISABLE_NVRTC", "REQUIRE_NVRTC",
-                                           "STRICT_GPU", "CACHE_DIR")}
+                                           "STRICT_GPU", "CACHE_DIR", "_errors")}
     yield
     for k, v in saved.items():
         setattr(_env, k, v)
@@ -184,6 +184,20 @@ def test_smoke_subprocess_without_gpu():
     proc = run_cli("smoke", module=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == gpu_unavailable_reason()
+
+
+@no_gpu
+def test_smoke_sizes_are_honoured_on_the_cpu():
+    doc = json.loads(invoke("smoke", "--json", "--sizes", "5,7").output)
+    assert sorted({r["size"] for p in doc["passes"] for r in p["results"]}) == [5, 7]
+
+
+@no_gpu
+def test_smoke_device_without_a_gpu_is_refused():
+    result = invoke("smoke", "--device", "3")
+    assert result.exit_code == 2 and "GPU 3 does not exist: no GPU is usable here" in result.output
+    proc = run_cli("smoke", "--device", "3")
+    assert proc.returncode == 2 and "GPU 3 does not exist" in proc.stderr
 
 
 def test_smoke_rejects_bad_sizes():
@@ -321,6 +335,34 @@ def test_cache_warm_only_matching_nothing_is_a_usage_error(tmp_path):
     result = invoke("cache", "warm", "--arch", "sm_80", "--only", "nothing.*", "--dir",
                     str(tmp_path))
     assert result.exit_code == 2 and "no 'all' module matches nothing.*" in result.output
+
+
+def test_cache_warm_only_explains_module_names(tmp_path):
+    require_nvrtc()
+    result = invoke("cache", "warm", "--arch", "sm_90", "--dir", str(tmp_path / "c"),
+                    "--only", "binary.mul.float32")
+    assert result.exit_code == 2
+    assert "Did you mean binary.multiply.float32?" in result.output
+    assert "FAMILY.OP.DTYPE" in result.output
+
+
+def test_cache_warm_without_a_terminal_logs_progress_every_few_seconds(tmp_path, monkeypatch):
+    """CI logs and nohup: no progress bar, but a line every PROGRESS_INTERVAL seconds, also
+    while one long compile is running, and one at the end."""
+    require_nvrtc()
+    import time
+
+    monkeypatch.setattr(cli, "PROGRESS_INTERVAL", 0.05)
+    monkeypatch.setattr(compiler, "warm", lambda spec, cc, nv, kc: time.sleep(0.4) or True)
+    result = invoke("cache", "warm", "--arch", "sm_90", "--dir", str(tmp_path / "c"), "--jobs",
+                    "1", "--only", "binary.add.float32", "--only", "binary.multiply.float32")
+    assert result.exit_code == 0, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.startswith("Compiling for sm_90: ")]
+    assert lines[0] == "Compiling for sm_90: 0/2"
+    assert len(lines) >= 6, lines  # ~0.8 s of work at 0.05 s intervals
+    assert lines[-1].startswith("Compiling for sm_90: 2/2 (100%)")
+    assert any(ln.startswith("Compiling for sm_90: 1/2 (50%)") for ln in lines)
+    assert "2 compiled" in result.output
 
 
 def test_cache_warm_dtype_sets():

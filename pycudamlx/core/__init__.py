@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .. import __version__
+from .. import __version__, _env
+
+_env.check()  # a bad PYCUDAMLX_* / MLX_* value: one ConfigError naming it, before anything runs
 from ..dtypes import (  # noqa: F401
     Dtype, DtypeCategory, bfloat16, bool_, can_cast, complex64, complexfloating, finfo,
     float16, float32, float64, floating, generic, iinfo, inexact, int8, int16, int32, int64,
