@@ -224,8 +224,9 @@ def _print_rows(rows: Iterable[tuple[str, str]]) -> None:
 def _cache_line(c: dict[str, Any]) -> str:
     held = f"{c['entries']} entr{'y' if c['entries'] == 1 else 'ies'}"
     if c["corrupt_entries"]:
-        held += (f" ({len(c['corrupt_entries'])} corrupt: rebuilt when next needed, or "
-                 "'pycudamlx cache clear')")
+        first = c["corrupt_entries"][0]
+        held += (f" ({len(c['corrupt_entries'])} corrupt, e.g. {first['path']}: "
+                 f"{first['problem']}; rebuilt when next needed, or 'pycudamlx cache clear')")
     if c["problem"]:
         return f"{c['directory']}: UNUSABLE: {c['problem']}" + (
             f" It holds {held}." if c["exists"] else "")

@@ -119,7 +119,7 @@ def cache_info(directory: Path | str | None = None) -> dict[str, Any]:
     size = cache.size_bytes() if exists else 0
     return {"directory": str(d), "exists": exists, "usable": problem is None,
             "problem": problem, "entries": count, "size_bytes": size,
-            "corrupt_entries": [str(p) for p in corrupt]}
+            "corrupt_entries": [{"path": str(p), "problem": why} for p, why in corrupt]}
 
 
 def kernels_ptx_info(directory: Path | str | None = None) -> dict[str, Any]:

@@ -133,9 +133,9 @@ class KernelCache:
         except OSError:
             self.misses += 1
             return None
-        entry = _decode(data)
+        entry, problem = decode_entry(data)
         if entry is None:
-            log.warning("kernel cache entry %s is corrupt; it will be rebuilt", path)
+            log.warning("kernel cache entry %s is corrupt (%s); it will be rebuilt", path, problem)
             self.misses += 1
             return None
         self.hits += 1
@@ -212,19 +212,21 @@ class KernelCache:
                 pass
         return removed, failures
 
-    def scan(self) -> tuple[int, list[Path]]:
-        """(entries, [corrupt entries]): every ``*.bin`` counted whatever its state; a corrupt,
-        truncated, foreign or unreadable one is listed (the runtime rebuilds it on next use)."""
+    def scan(self) -> tuple[int, list[tuple[Path, str]]]:
+        """(entries, [(corrupt entry, problem)]): every ``*.bin`` counted whatever its state; a
+        corrupt, truncated, foreign or unreadable one is listed (the runtime rebuilds it on next
+        use)."""
         paths = self.entries()
         corrupt = []
         for p in paths:
             try:
                 data = p.read_bytes()
-            except OSError:
-                corrupt.append(p)
+            except OSError as exc:
+                corrupt.append((p, f"unreadable: {exc.strerror or exc}"))
                 continue
-            if _decode(data) is None:
-                corrupt.append(p)
+            problem = decode_entry(data)[1]
+            if problem is not None:
+                corrupt.append((p, problem))
         return len(paths), corrupt
 
     def probe_writable(self) -> str | None:
@@ -268,20 +270,28 @@ def _encode(entry: CacheEntry) -> bytes:
 
 def _decode(data: bytes) -> CacheEntry | None:
     """Parse an entry; None for anything truncated, corrupt or of another format."""
+    return decode_entry(data)[0]
+
+
+def decode_entry(data: bytes) -> tuple[CacheEntry | None, str | None]:
+    """(entry, None), or (None, what is wrong with it) for a truncated, corrupt or foreign file."""
     if not data.startswith(_MAGIC):
-        return None
+        return None, "not a pycudamlx kernel cache entry (no magic line)"
     pos = len(_MAGIC)
     digest = data[pos:pos + 64]
     pos += 65
     if len(data) < pos + 8:
-        return None
+        return None, f"truncated ({len(data)} bytes, shorter than the header)"
     size = int.from_bytes(data[pos:pos + 8], "little")
     payload = data[pos + 8:]
-    if len(payload) != size or hashlib.sha256(payload).hexdigest().encode() != digest:
-        return None
+    if len(payload) != size:
+        return None, (f"truncated ({len(payload)} of {size} payload bytes)" if len(payload) < size
+                      else f"{len(payload) - size} bytes of trailing garbage")
+    if hashlib.sha256(payload).hexdigest().encode() != digest:
+        return None, "checksum mismatch"
     try:
         meta_len = int.from_bytes(payload[:4], "little")
         meta = json.loads(payload[4:4 + meta_len])
-        return CacheEntry(payload[4 + meta_len:], meta["kind"], dict(meta["lowered"]))
-    except (ValueError, KeyError, TypeError):
-        return None
+        return CacheEntry(payload[4 + meta_len:], meta["kind"], dict(meta["lowered"])), None
+    except (ValueError, KeyError, TypeError) as exc:
+        return None, f"metadata unreadable ({type(exc).__name__})"
