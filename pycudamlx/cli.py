@@ -240,7 +240,7 @@ def _ptx_line(p: dict[str, Any]) -> str:
         return f"{p['directory']}: missing (run 'pycudamlx ptx build')"
     if p["problems"]["manifest"]:
         return f"UNUSABLE: {p['problems']['manifest'][0]} (run 'pycudamlx ptx verify')"
-    state = "verify ok" if p["verify_ok"] else "STALE: " + _problem_summary(p["problems"])
+    state = "verify ok" if p["verify_ok"] else "VERIFY FAILED: " + _problem_summary(p["problems"])
     return (f"{p['directory']}: {p['modules']} modules (NVRTC {p['nvrtc_version']}, PTX ISA "
             f"{p['ptx_isa']}, {p['arch']}), {format_bytes(p['size_bytes'])}, {state}")
 

@@ -497,6 +497,10 @@ def test_ptx_verify_names_a_tampered_file(tmp_path):
     assert "ptx build" in result.output and "einstall" in result.output
     doc = json.loads(invoke("ptx", "verify", "--dir", str(d), "--json").output)
     assert doc["ok"] is False and doc["problems"]["corrupt"] == [name]
+    from pycudamlx import diagnostics as diag
+
+    line = cli._ptx_line(diag.kernels_ptx_info(d))
+    assert "VERIFY FAILED: 1 corrupt (run 'pycudamlx ptx verify')" in line
 
 
 @pytest.mark.parametrize("text", ['{"modules": 5}', '{"nvrtc_version": "12.0", "modu', "\xff"])
