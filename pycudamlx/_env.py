@@ -96,6 +96,12 @@ LAUNCH_VARIABLES = ("MLX_RANK", "MLX_HOSTFILE", "MLX_WORLD_SIZE", "MLX_JACCL_COO
                     "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 
 
+def launch_environment() -> dict[str, str]:
+    """MLX's (and MPI's) launch variables as set now ("" when unset), for mx.distributed.init,
+    which interprets them as MLX does."""
+    return {name: os.environ.get(name, "") for name in LAUNCH_VARIABLES}
+
+
 def _accepts(var: Variable) -> str:
     if var.kind == "bool":
         return BOOLEAN_VALUES
