@@ -9,13 +9,17 @@ non-zero exit status, never a traceback.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import difflib
 import fnmatch
 import json
 import logging
 import os
 import sys
+import threading
+import time
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import click
 
@@ -30,6 +34,7 @@ log = logging.getLogger("pycudamlx.cli")
 _USER_ERRORS: tuple[type[BaseException], ...] = (
     driver.CudaError, cache_mod.CacheDirError, nvrtc.NvrtcUnavailableError,
     nvrtc.KernelCompileError, compiler.KernelUnavailableError, OSError,
+    ptxstore.ManifestError, ptxstore.ShippedPtxError, _env.ConfigError,
 )
 
 
@@ -99,6 +104,60 @@ def _yes(value: bool) -> str:
 
 
 # ------------------------------------------------------------------------------------------------
+# progress
+
+#: Seconds between progress lines when stderr is not a terminal (CI logs, nohup).
+PROGRESS_INTERVAL = 5.0
+
+
+class _LogProgress:
+    """Progress for a log: a line on stderr every PROGRESS_INTERVAL seconds (also while nothing
+    completes, so a long compile still shows life), and one at the end."""
+
+    def __init__(self, length: int, label: str) -> None:
+        self.length, self.label, self.done = length, label, 0
+        self.start = time.monotonic()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="pycudamlx-progress", daemon=True)
+
+    def line(self) -> str:
+        pct = 100 * self.done // self.length if self.length else 100
+        return (f"{self.label}: {self.done}/{self.length} ({pct}%), "
+                f"{time.monotonic() - self.start:.0f} s")
+
+    def _run(self) -> None:
+        while not self._stop.wait(PROGRESS_INTERVAL):
+            with self._lock:
+                click.echo(self.line(), err=True)
+
+    def update(self, n: int) -> None:
+        self.done += n
+
+    def __enter__(self) -> "_LogProgress":
+        click.echo(f"{self.label}: 0/{self.length}", err=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+        if exc[0] is None:
+            click.echo(self.line(), err=True)
+
+
+@contextlib.contextmanager
+def _progress(length: int, label: str) -> Iterator[Any]:
+    """A progress bar on a terminal; timed log lines otherwise."""
+    if sys.stderr.isatty():
+        with click.progressbar(length=length, label=label, file=sys.stderr) as bar:
+            yield bar
+    else:
+        with _LogProgress(length, label) as log_progress:
+            yield log_progress
+
+
+# ------------------------------------------------------------------------------------------------
 # info
 
 
@@ -163,17 +222,25 @@ def _print_rows(rows: Iterable[tuple[str, str]]) -> None:
 
 
 def _cache_line(c: dict[str, Any]) -> str:
+    held = f"{c['entries']} entr{'y' if c['entries'] == 1 else 'ies'}"
+    if c["corrupt_entries"]:
+        first = c["corrupt_entries"][0]
+        held += (f" ({len(c['corrupt_entries'])} corrupt, e.g. {first['path']}: "
+                 f"{first['problem']}; rebuilt when next needed, or 'pycudamlx cache clear')")
     if c["problem"]:
-        return f"{c['directory']}: UNUSABLE: {c['problem']}"
+        return f"{c['directory']}: UNUSABLE: {c['problem']}" + (
+            f" It holds {held}." if c["exists"] else "")
     if not c["exists"]:
         return f"{c['directory']}: not created yet (made on first use)"
-    return f"{c['directory']}: {c['entries']} entries, {format_bytes(c['size_bytes'])}"
+    return f"{c['directory']}: {held}, {format_bytes(c['size_bytes'])}"
 
 
 def _ptx_line(p: dict[str, Any]) -> str:
     if not p["present"]:
         return f"{p['directory']}: missing (run 'pycudamlx ptx build')"
-    state = "verify ok" if p["verify_ok"] else "STALE: " + _problem_summary(p["problems"])
+    if p["problems"]["manifest"]:
+        return f"UNUSABLE: {p['problems']['manifest'][0]} (run 'pycudamlx ptx verify')"
+    state = "verify ok" if p["verify_ok"] else "VERIFY FAILED: " + _problem_summary(p["problems"])
     return (f"{p['directory']}: {p['modules']} modules (NVRTC {p['nvrtc_version']}, PTX ISA "
             f"{p['ptx_isa']}, {p['arch']}), {format_bytes(p['size_bytes'])}, {state}")
 
@@ -222,10 +289,14 @@ def smoke_cmd(as_json: bool, devices: tuple[int, ...], require_gpu: bool,
     if reason is not None:
         if require_gpu:
             raise click.ClickException(f"{reason} (--require-gpu)")
+        if devices:
+            raise click.BadParameter(
+                f"GPU {devices[0]} does not exist: no GPU is usable here ({reason})",
+                param_hint="'--device'")
         if not as_json:
             click.echo(reason)
             click.echo("Running the CPU backend's check (numpy) instead.")
-        _finish_smoke([smoke.cpu_pass()], reason, as_json)
+        _finish_smoke([smoke.cpu_pass(sizes or smoke.CPU_SIZES)], reason, as_json)
         return
     count = driver.device_count()
     for i in devices:
@@ -333,7 +404,13 @@ def cache_info(directory: Path | None, as_json: bool) -> None:
 def cache_clear(directory: Path | None) -> None:
     """Delete every cached kernel (only the cache's own files)."""
     kc = cache_mod.KernelCache(directory)
-    removed = kc.clear()
+    removed, failures = kc.clear_with_failures()
+    if failures:
+        path, why = failures[0]
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        raise click.ClickException(
+            f"could not remove {len(failures)} of {len(failures) + removed} files from "
+            f"{kc.directory} ({removed} removed): {path}: {why}{more}")
     click.echo(f"Removed {removed} entr{'y' if removed == 1 else 'ies'} from {kc.directory}")
 
 
@@ -385,20 +462,18 @@ def cache_warm(archs: tuple[int, ...], directory: Path | None, dtype_set: str,
             raise click.BadParameter(exc.log, param_hint="'--arch'") from None
     kc = cache_mod.KernelCache(directory)
     kc.ensure_directory()
-    modules = _warm_modules(dtype_set)
+    modules = every = _warm_modules(dtype_set)
     if patterns:
         modules = [s for s in modules if any(fnmatch.fnmatchcase(s.name, g) for g in patterns)]
         if not modules:
-            raise click.BadParameter(f"no {dtype_set!r} module matches {' or '.join(patterns)}",
-                                     param_hint="'--only'")
+            raise click.BadParameter(_no_match(dtype_set, patterns, every), param_hint="'--only'")
     work = [(spec, cc) for cc in archs for spec in modules]
     arch_names = ", ".join(f"sm_{cc}" for cc in archs)
     log.info("warming %s with %d modules for %s (NVRTC %s)", kc.directory, len(modules),
              arch_names, nv.version_string)
     compiled = cached = 0
     with concurrent.futures.ThreadPoolExecutor(jobs or os.cpu_count() or 1) as pool, \
-            click.progressbar(length=len(work), label=f"Compiling for {arch_names}",
-                              file=sys.stderr) as bar:
+            _progress(len(work), f"Compiling for {arch_names}") as bar:
         futures = [pool.submit(compiler.warm, spec, cc, nv, kc) for spec, cc in work]
         try:
             for fut in concurrent.futures.as_completed(futures):
@@ -414,6 +489,25 @@ def cache_warm(archs: tuple[int, ...], directory: Path | None, dtype_set: str,
     click.echo(f"Warmed {kc.directory} for {arch_names} with NVRTC {nv.version_string}: "
                f"{len(modules)} modules per arch, {compiled} compiled, {cached} already cached; "
                f"the cache holds {len(kc.entries())} entries ({format_bytes(kc.size_bytes())}).")
+
+
+def _no_match(dtype_set: str, patterns: Sequence[str], specs: Sequence[registry.ModuleSpec]
+              ) -> str:
+    """Why --only matched nothing, with the module names it may have meant."""
+    names = [s.name for s in specs]
+    guesses: list[str] = []
+    for pattern in patterns:
+        parts = pattern.split(".")
+        # each dot-separated part as a prefix: binary.mul.float32 -> binary.multiply.float32
+        prefixed = [n for n in names if len(n.split(".")) == len(parts) and all(
+            seg == p or (i > 0 and fnmatch.fnmatchcase(seg, f"{p}*"))
+            for i, (seg, p) in enumerate(zip(n.split("."), parts)))]
+        guesses += prefixed or difflib.get_close_matches(pattern, names, n=3, cutoff=0.6)
+    guesses = list(dict.fromkeys(guesses))[:5]
+    hint = f" Did you mean {' or '.join(guesses)}?" if guesses else ""
+    return (f"no {dtype_set!r} module matches {' or '.join(patterns)}. Module names are "
+            "FAMILY.OP.DTYPE with the op's full MLX name, e.g. binary.multiply.float32, "
+            f"unary.exp.float16, copy.float32.int32 (globs allowed: 'binary.*.float32').{hint}")
 
 
 def _warm_modules(dtype_set: str) -> list[registry.ModuleSpec]:
@@ -465,8 +559,7 @@ def ptx_build(nvrtc_dir: Path, out_dir: Path | None, allow_other_nvrtc: bool) ->
     modules = registry.shipped_modules()
     log.info("building %d modules into %s with NVRTC %s (%s)", len(modules), out,
              nv.version_string, getattr(nv, "path", ""))
-    with click.progressbar(length=len(modules), label="Compiling PTX",
-                           file=sys.stderr) as bar:
+    with _progress(len(modules), "Compiling PTX") as bar:
         manifest = ptxstore.build(nv, out, modules, progress=lambda spec: bar.update(1))
     size = sum(f.stat().st_size for f in out.glob("*.ptx.gz"))
     click.echo(f"Wrote {len(manifest.modules)} modules to {out} (NVRTC {manifest.nvrtc_version}, "
@@ -481,7 +574,8 @@ def ptx_build(nvrtc_dir: Path, out_dir: Path | None, allow_other_nvrtc: bool) ->
               default=None, help="The kernels_ptx directory (default: the one this package uses).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (docs/cli.md).")
 def ptx_verify(directory: Path | None, as_json: bool) -> None:
-    """Check kernels_ptx/ against the kernel sources; exit 1 when it is stale."""
+    """Check kernels_ptx/ against the kernel sources and each file against its digest; exit 1
+    when anything is stale, missing, corrupt or the manifest is malformed."""
     d = directory if directory is not None else ptxstore.ptx_dir()
     report = ptxstore.verify(d)
     problems = diagnostics.verify_problems(report)
@@ -490,14 +584,16 @@ def ptx_verify(directory: Path | None, as_json: bool) -> None:
                     "problems": problems})
     elif report.ok:
         n = len(registry.shipped_modules())
-        click.echo(f"kernels_ptx is current: {n} modules in {d} match the kernel sources.")
+        click.echo(f"kernels_ptx is current: {n} modules in {d} match the kernel sources and "
+                   "their digests.")
+    elif report.manifest:
+        click.echo(f"kernels_ptx is unusable: {report.manifest[0]}. {ptxstore.REPAIR}")
     else:
-        click.echo(f"kernels_ptx in {d} does not match the kernel sources:")
+        click.echo(f"kernels_ptx in {d} does not match the kernel sources or its manifest:")
         for kind, names in problems.items():
             for name in names:
                 click.echo(f"  {kind.replace('_', ' ')}: {name}")
-        click.echo("Rebuild it with 'pycudamlx ptx build --nvrtc-dir DIR' "
-                   "(scripts/fetch-nvrtc-12.0.sh DIR fetches NVRTC 12.0).")
+        click.echo(ptxstore.REPAIR)
     if not report.ok:
         click.get_current_context().exit(1)
 

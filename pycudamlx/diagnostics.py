@@ -101,7 +101,9 @@ def devices_info() -> list[dict[str, Any]]:
 
 
 def cache_info(directory: Path | str | None = None) -> dict[str, Any]:
-    """State of a kernel cache directory, without creating it (info must not change anything)."""
+    """State of a kernel cache directory. Nothing is changed: usability is found by trying to
+    create (or write in) the directory with a temporary file removed at once; entries are counted
+    (and checked) whatever the directory's state."""
     d = Path(directory) if directory is not None else default_cache_dir()
     cache = KernelCache(d)
     exists = d.exists()
@@ -111,33 +113,27 @@ def cache_info(directory: Path | str | None = None) -> dict[str, Any]:
             cache.ensure_directory()  # creates nothing: the path exists
         except CacheDirError as exc:
             problem = str(exc)
-    else:
-        ancestor = d.parent
-        while not ancestor.exists() and ancestor != ancestor.parent:
-            ancestor = ancestor.parent
-        if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
-            problem = (f"the kernel cache directory {d} cannot be created: {ancestor} is not a "
-                       "writable directory. Set PYCUDAMLX_CACHE_DIR to a writable directory.")
-    entries = cache.entries() if exists and problem is None else []
-    size = 0
-    for p in entries:
-        try:
-            size += p.stat().st_size
-        except OSError:
-            pass
+    if problem is None:
+        problem = cache.probe_writable()
+    count, corrupt = cache.scan() if exists else (0, [])
+    size = cache.size_bytes() if exists else 0
     return {"directory": str(d), "exists": exists, "usable": problem is None,
-            "problem": problem, "entries": len(entries), "size_bytes": size}
+            "problem": problem, "entries": count, "size_bytes": size,
+            "corrupt_entries": [{"path": str(p), "problem": why} for p, why in corrupt]}
 
 
 def kernels_ptx_info(directory: Path | str | None = None) -> dict[str, Any]:
     """What kernels_ptx/ holds, and whether it matches the kernel sources (ptx verify)."""
     d = Path(directory) if directory is not None else ptxstore.ptx_dir()
-    m = ptxstore._read_manifest(d)
+    try:
+        m: ptxstore.Manifest | None = ptxstore.read_manifest(d)
+    except ptxstore.ManifestError:
+        m = None  # verify() names the problem
     files = sorted(d.glob("*.ptx.gz")) if d.is_dir() else []
     report = ptxstore.verify(d)
     return {
         "directory": str(d),
-        "present": m is not None,
+        "present": (d / ptxstore.MANIFEST).exists(),
         "modules": len(m.modules) if m else 0,
         "files": len(files),
         "size_bytes": sum(f.stat().st_size for f in files),
@@ -150,8 +146,9 @@ def kernels_ptx_info(directory: Path | str | None = None) -> dict[str, Any]:
 
 
 def verify_problems(report: ptxstore.VerifyReport) -> dict[str, list[str]]:
-    return {"missing": report.missing, "stale": report.stale, "extra": report.extra,
-            "bad_files": report.bad_files, "wrong_toolchain": report.wrong_toolchain}
+    return {"manifest": report.manifest, "missing": report.missing, "stale": report.stale,
+            "extra": report.extra, "bad_files": report.bad_files, "corrupt": report.corrupt,
+            "wrong_toolchain": report.wrong_toolchain}
 
 
 def cublas_info() -> dict[str, Any]:

@@ -57,7 +57,11 @@ def test_corrupt_entry_is_a_miss_and_gets_rebuilt(tmp_path, where, caplog):
     data[offset] ^= 0x40
     path.write_bytes(bytes(data))
     assert kc.get(_key(1)) is None
-    assert "corrupt" in caplog.text
+    assert f"kernel cache entry {path} is corrupt (" in caplog.text  # the file and the problem
+    problem = cache_mod.decode_entry(bytes(data))[1]
+    expected = {"magic": "not a pycudamlx kernel cache entry (no magic line)",
+                "length": "truncated ("}.get(where, "checksum mismatch")
+    assert problem is not None and problem.startswith(expected) and problem in caplog.text
     assert kc.put(_key(1), _entry(seed=1))  # what the compiler does after a miss
     assert kc.get(_key(1)) == _entry(seed=1)
 

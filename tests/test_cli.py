@@ -4,7 +4,9 @@ exit codes, the no-GPU message, the --json schemas (docs/cli.md), and clear erro
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -27,10 +29,12 @@ DRIVER_KEYS = {"available", "reason", "version", "cuda_version"}
 DEVICE_KEYS = {"index", "name", "compute_capability", "arch", "multiprocessors",
                "memory_total_bytes", "memory_free_bytes", "managed_memory",
                "concurrent_managed_access", "pageable_memory_access", "l2_cache_bytes"}
-CACHE_KEYS = {"directory", "exists", "usable", "problem", "entries", "size_bytes"}
+CACHE_KEYS = {"directory", "exists", "usable", "problem", "entries", "size_bytes",
+              "corrupt_entries"}
 PTX_KEYS = {"directory", "present", "modules", "files", "size_bytes", "nvrtc_version", "ptx_isa",
             "arch", "verify_ok", "problems"}
-PROBLEM_KEYS = {"missing", "stale", "extra", "bad_files", "wrong_toolchain"}
+PROBLEM_KEYS = {"manifest", "missing", "stale", "extra", "bad_files", "corrupt",
+                "wrong_toolchain"}
 SMOKE_KEYS = {"schema", "backend", "gpu_unavailable_reason", "ok", "passes"}
 PASS_KEYS = {"device", "device_name", "path", "nvrtc", "kernel_sources", "ok", "error", "results"}
 ROW_KEYS = {"op", "dtype", "size", "bytes", "status", "time_ms", "gb_per_s", "detail"}
@@ -59,7 +63,7 @@ def run_cli(*args: str, module: bool = False, **env: str) -> subprocess.Complete
 def _restore_env_flags():
     """The CLI re-reads the environment into pycudamlx._env; undo that after each test."""
     saved = {k: getattr(_env, k) for k in ("DEBUG_SYNC", "DISABLE_NVRTC", "REQUIRE_NVRTC",
-                                           "STRICT_GPU", "CACHE_DIR")}
+                                           "STRICT_GPU", "CACHE_DIR", "_errors")}
     yield
     for k, v in saved.items():
         setattr(_env, k, v)
@@ -181,6 +185,20 @@ def test_smoke_subprocess_without_gpu():
     proc = run_cli("smoke", module=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == gpu_unavailable_reason()
+
+
+@no_gpu
+def test_smoke_sizes_are_honoured_on_the_cpu():
+    doc = json.loads(invoke("smoke", "--json", "--sizes", "5,7").output)
+    assert sorted({r["size"] for p in doc["passes"] for r in p["results"]}) == [5, 7]
+
+
+@no_gpu
+def test_smoke_device_without_a_gpu_is_refused():
+    result = invoke("smoke", "--device", "3")
+    assert result.exit_code == 2 and "GPU 3 does not exist: no GPU is usable here" in result.output
+    proc = run_cli("smoke", "--device", "3")
+    assert proc.returncode == 2 and "GPU 3 does not exist" in proc.stderr
 
 
 def test_smoke_rejects_bad_sizes():
@@ -320,6 +338,34 @@ def test_cache_warm_only_matching_nothing_is_a_usage_error(tmp_path):
     assert result.exit_code == 2 and "no 'all' module matches nothing.*" in result.output
 
 
+def test_cache_warm_only_explains_module_names(tmp_path):
+    require_nvrtc()
+    result = invoke("cache", "warm", "--arch", "sm_90", "--dir", str(tmp_path / "c"),
+                    "--only", "binary.mul.float32")
+    assert result.exit_code == 2
+    assert "Did you mean binary.multiply.float32?" in result.output
+    assert "FAMILY.OP.DTYPE" in result.output
+
+
+def test_cache_warm_without_a_terminal_logs_progress_every_few_seconds(tmp_path, monkeypatch):
+    """CI logs and nohup: no progress bar, but a line every PROGRESS_INTERVAL seconds, also
+    while one long compile is running, and one at the end."""
+    require_nvrtc()
+    import time
+
+    monkeypatch.setattr(cli, "PROGRESS_INTERVAL", 0.05)
+    monkeypatch.setattr(compiler, "warm", lambda spec, cc, nv, kc: time.sleep(0.4) or True)
+    result = invoke("cache", "warm", "--arch", "sm_90", "--dir", str(tmp_path / "c"), "--jobs",
+                    "1", "--only", "binary.add.float32", "--only", "binary.multiply.float32")
+    assert result.exit_code == 0, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.startswith("Compiling for sm_90: ")]
+    assert lines[0] == "Compiling for sm_90: 0/2"
+    assert len(lines) >= 6, lines  # ~0.8 s of work at 0.05 s intervals
+    assert lines[-1].startswith("Compiling for sm_90: 2/2 (100%)")
+    assert any(ln.startswith("Compiling for sm_90: 1/2 (50%)") for ln in lines)
+    assert "2 compiled" in result.output
+
+
 def test_cache_warm_dtype_sets():
     every = {s.name for s in cli._warm_modules("all")}
     common = {s.name for s in cli._warm_modules("common")}
@@ -336,6 +382,68 @@ def test_cache_clear_of_a_missing_dir(tmp_path):
     result = invoke("cache", "clear", "--dir", str(tmp_path / "nothing"))
     assert result.exit_code == 0 and "Removed 0 entries" in result.output
     assert not (tmp_path / "nothing").exists()
+
+
+def _filled(d: Path, n: int = 4) -> cache_mod.KernelCache:
+    from test_cache import _entry, _key
+
+    kc = cache_mod.KernelCache(d)
+    for i in range(n):
+        assert kc.put(_key(i), _entry(seed=i))
+    return kc
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_cache_info_of_an_uncreatable_dir_says_unusable(tmp_path):
+    env = {"PYCUDAMLX_CACHE_DIR": "/proc/nope"}
+    doc = json.loads(invoke("cache", "info", "--json", env=env).output)
+    assert doc["usable"] is False and "/proc/nope cannot be created" in doc["problem"]
+    assert "not created yet" not in invoke("cache", "info", env=env).output
+    assert not Path("/proc/nope").exists()
+    warm = invoke("cache", "warm", "--arch", "sm_90", "--only", "copy.float32.float32", env=env)
+    assert warm.exit_code != 0 and "/proc/nope" in warm.output
+
+
+def test_cache_info_counts_entries_of_an_unusable_dir(tmp_path):
+    d = tmp_path / "shared"
+    _filled(d, 5)
+    d.chmod(0o777)
+    doc = json.loads(invoke("cache", "info", "--json", "--dir", str(d)).output)
+    assert doc["usable"] is False and doc["entries"] == 5 and doc["size_bytes"] > 0
+    assert "It holds 5 entries" in invoke("cache", "info", "--dir", str(d)).output
+
+
+def test_cache_info_reports_corrupt_entries(tmp_path):
+    d = tmp_path / "cache"
+    kc = _filled(d, 3)
+    bad = kc.entries()[1]
+    bad.write_bytes(bad.read_bytes()[:-10])  # truncated
+    doc = json.loads(invoke("cache", "info", "--json", "--dir", str(d)).output)
+    assert doc["usable"] is True and doc["entries"] == 3
+    [(path, problem)] = [(c["path"], c["problem"]) for c in doc["corrupt_entries"]]
+    assert path == str(bad) and re.fullmatch(r"truncated \((\d+) of \1\d* payload bytes\)|"
+                                             r"truncated \(\d+ of \d+ payload bytes\)", problem)
+    line = invoke("cache", "info", "--dir", str(d)).output
+    assert f"3 entries (1 corrupt, e.g. {bad}: {problem}; rebuilt when next needed" in line
+    assert sorted(p.name for p in d.iterdir()) == sorted(p.name for p in d.iterdir()
+                                                         if not p.name.startswith(".tmp"))
+
+
+def test_cache_info_and_clear_of_a_read_only_dir(tmp_path):
+    d = tmp_path / "ro"
+    kc = _filled(d, 4)
+    subs = sorted({p.parent for p in kc.entries()})
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_read_only(d))
+        for sub in subs:
+            stack.enter_context(_read_only(sub))
+        doc = json.loads(invoke("cache", "info", "--json", "--dir", str(d)).output)
+        assert doc["usable"] is False and doc["entries"] == 4
+        result = invoke("cache", "clear", "--dir", str(d))
+        assert result.exit_code == 1 and "internal error" not in result.output
+        assert len(result.output.strip().splitlines()) == 1, result.output
+        assert f"could not remove 4 of 4 files from {d}" in result.output
+        assert len(kc.entries()) == 4
 
 
 # --------------------------------------------------------------------------------------------------
@@ -371,7 +479,47 @@ def test_ptx_verify_lists_what_is_wrong_and_exits_1(tmp_path):
 
 def test_ptx_verify_of_an_empty_dir(tmp_path):
     result = invoke("ptx", "verify", "--dir", str(tmp_path))
-    assert result.exit_code == 1 and "missing:" in result.output and "no manifest.json" in result.output
+    assert result.exit_code == 1 and "missing:" not in result.output
+    assert f"{tmp_path / 'manifest.json'}: no such file" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and "ptx build" in result.output
+
+
+def test_ptx_verify_names_a_tampered_file(tmp_path):
+    import gzip
+
+    d = tmp_path / "kernels_ptx"
+    shutil.copytree(REPO / "kernels_ptx", d)
+    name = json.loads((d / ptxstore.MANIFEST).read_text())["modules"]["binary.add.float32"]["file"]
+    ptx = gzip.decompress((d / name).read_bytes())
+    (d / name).write_bytes(gzip.compress(ptx.replace(b"ret;", b"trap;", 1), mtime=0))
+    result = invoke("ptx", "verify", "--dir", str(d))
+    assert result.exit_code == 1 and f"corrupt: {name}" in result.output
+    assert "ptx build" in result.output and "einstall" in result.output
+    doc = json.loads(invoke("ptx", "verify", "--dir", str(d), "--json").output)
+    assert doc["ok"] is False and doc["problems"]["corrupt"] == [name]
+    from pycudamlx import diagnostics as diag
+
+    line = cli._ptx_line(diag.kernels_ptx_info(d))
+    assert "VERIFY FAILED: 1 corrupt (run 'pycudamlx ptx verify')" in line
+
+
+@pytest.mark.parametrize("text", ['{"modules": 5}', '{"nvrtc_version": "12.0", "modu', "\xff"])
+def test_a_malformed_manifest_is_one_line_and_exit_1(tmp_path, monkeypatch, text):
+    d = tmp_path / "kernels_ptx"
+    d.mkdir()
+    (d / ptxstore.MANIFEST).write_bytes(text.encode("latin-1"))
+    result = invoke("ptx", "verify", "--dir", str(d))
+    assert result.exit_code == 1, result.output
+    assert "internal error" not in result.output and "missing:" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert str(d / ptxstore.MANIFEST) in result.output
+    monkeypatch.setattr(ptxstore, "ptx_dir", lambda: d)
+    info_result = invoke("info")
+    assert "internal error" not in info_result.output
+    assert f"UNUSABLE: {d / ptxstore.MANIFEST}" in info_result.output
+    doc = json.loads(invoke("info", "--json").output)
+    assert doc["kernels_ptx"]["verify_ok"] is False
+    assert len(doc["kernels_ptx"]["problems"]["manifest"]) == 1
 
 
 def test_ptx_build_without_nvrtc_in_the_dir_is_a_clear_error(tmp_path):

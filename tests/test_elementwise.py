@@ -720,7 +720,11 @@ def test_float32_exp_erf_erfinv_are_mlx_cpu_approximations(mlx):
         ours = np.array(getattr(pm, op)(pm.array(v)))
         theirs = np.array(getattr(mlx, op)(mlx.array(v)))
         same = (ours == theirs) | (np.isnan(ours) & np.isnan(theirs))
-        np.testing.assert_array_equal(np.signbit(ours[same]), np.signbit(theirs[same]))
+        # MLX documents NaN for these inputs (erfinv outside [-1, 1], nan in), not a sign bit for
+        # it: the sign of a NaN depends on the libm/compiler MLX was built with. Compare the sign
+        # of the numbers (0.0 vs -0.0 matters), and only NaN-ness for NaNs.
+        numbers = same & ~np.isnan(ours)
+        np.testing.assert_array_equal(np.signbit(ours[numbers]), np.signbit(theirs[numbers]))
         if op in ("erfinv", "log"):
             assert (~same).sum() <= 0.01 * v.size, op
             np.testing.assert_allclose(ours, theirs, rtol=2.4e-7, atol=0)

@@ -174,7 +174,14 @@ def test_memory_limit_frees_the_cache_then_raises_mlx_error(gpu_device):
 
 
 def test_out_of_memory_frees_the_cache_and_retries_once(gpu_device, monkeypatch):
+    # Its own pool state, whatever earlier tests (or an xdist neighbour's order) left: no limits,
+    # and an empty cache, so the 6 MiB request below cannot be served by a cached 6 MiB block
+    # and must reach the (patched) driver.
     kind = garray.memory_kind(gpu_device)
+    monkeypatch.setattr(memory.memstats, "memory_limit", None)
+    monkeypatch.setattr(memory.memstats, "cache_limit", None)
+    memory.clear_cache()
+    assert mx.get_cache_memory() == 0
     block = memory.allocate(4 * MiB, gpu_device, kind)
     block.free()
     assert mx.get_cache_memory() >= 4 * MiB

@@ -27,7 +27,7 @@ import pytest
 from pycudamlx import _env
 from pycudamlx.backend.cuda import ptxstore, registry
 
-from conftest import REPO, subprocess_env
+from conftest import REPO, require_nvrtc, subprocess_env
 
 PTX_DIR = REPO / "kernels_ptx"
 #: "Tens of MB at most" (DESIGN.md); today it is under 1 MiB, so a tenth of that bound is plenty.
@@ -209,3 +209,126 @@ def test_the_wheel_ships_kernels_ptx_and_the_kernel_sources(tmp_path):
     assert "pycudamlx = pycudamlx.cli:main" in zipfile.ZipFile(wheels[0]).read(
         entry_points).decode()
     print(f"wheel built in {time.monotonic() - t0:.1f} s")
+
+
+# --------------------------------------------------------------------------------------------------
+# Content digests: a shipped file that was edited, truncated or replaced is never loaded
+
+
+def _copy(tmp_path: Path) -> Path:
+    d = tmp_path / "kernels_ptx"
+    shutil.copytree(PTX_DIR, d)
+    return d
+
+
+def _tamper(d: Path, module: str, how: str) -> Path:
+    entry = json.loads((d / ptxstore.MANIFEST).read_text())["modules"][module]
+    path = d / entry["file"]
+    if how == "trap":  # the hostile edit of the issue: valid PTX, still gzip, different code
+        ptx = gzip.decompress(path.read_bytes())
+        assert b"ret;" in ptx
+        path.write_bytes(gzip.compress(ptx.replace(b"ret;", b"trap;", 1), mtime=0))
+    elif how == "random":
+        path.write_bytes(os.urandom(path.stat().st_size))
+    else:  # truncated
+        path.write_bytes(path.read_bytes()[:100])
+    return path
+
+
+def test_every_shipped_file_has_a_matching_digest():
+    m = ptxstore.read_manifest(PTX_DIR)
+    for e in m.modules.values():
+        assert e.file_sha256 == ptxstore.file_digest((PTX_DIR / e.file).read_bytes()), e.file
+
+
+@pytest.mark.parametrize("how", ["trap", "random", "truncated"])
+def test_verify_and_lookup_refuse_a_tampered_file(tmp_path, monkeypatch, how):
+    d = _copy(tmp_path)
+    module = "binary.add.float32"
+    path = _tamper(d, module, how)
+    report = ptxstore.verify(d)
+    assert not report.ok and report.corrupt == [path.name]
+    assert not (report.missing or report.stale or report.bad_files or report.manifest)
+    monkeypatch.setattr(ptxstore, "ptx_dir", lambda: d)
+    ptxstore.manifest.cache_clear()
+    try:
+        with pytest.raises(ptxstore.ShippedPtxError) as err:
+            ptxstore.lookup(registry.binary_module("add", "float32"))
+        assert str(path) in str(err.value) and "does not match its digest" in str(err.value)
+        assert "ptx build" in str(err.value) and "einstall" in str(err.value)
+        assert ptxstore.lookup(registry.binary_module("multiply", "float32")) is not None
+    finally:
+        ptxstore.manifest.cache_clear()
+
+
+_LOAD_CHILD = r"""
+import sys
+from pathlib import Path
+from pycudamlx.backend.cuda import compiler, driver, ptxstore, registry
+ptxstore.ptx_dir = lambda: Path(sys.argv[1])
+driver.use_null_driver()
+dev = driver.get_device(0)
+for op in ("add", "multiply"):
+    try:
+        mod = compiler.load(registry.binary_module(op, "float32"), dev)
+        print(op, "LOADED", mod.origin)
+    except compiler.KernelUnavailableError as exc:
+        print(op, "REFUSED", exc)
+"""
+
+
+@pytest.mark.parametrize("nvrtc", ["disabled", "enabled"])
+def test_a_tampered_file_is_never_handed_to_the_driver(tmp_path, nvrtc):
+    """Without NVRTC the load fails with the file and the remedy named; with NVRTC it is built
+    afresh (a warning names the file). The untouched module still loads from kernels_ptx."""
+    if nvrtc == "enabled":
+        require_nvrtc()
+    d = _copy(tmp_path)
+    path = _tamper(d, "binary.add.float32", "trap")
+    env = subprocess_env(PYCUDAMLX_CACHE_DIR=str(tmp_path / "cache"),
+                         PYCUDAMLX_DISABLE_NVRTC="1" if nvrtc == "disabled" else "0")
+    env.pop("PYCUDAMLX_NULL_DRIVER", None)
+    proc = subprocess.run([sys.executable, "-c", _LOAD_CHILD, str(d)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
+    assert lines["multiply"] == "LOADED shipped"
+    if nvrtc == "disabled":
+        assert lines["add"].startswith("REFUSED") and str(path) in lines["add"]
+        assert "does not match its digest" in lines["add"] and "ptx build" in lines["add"]
+    else:
+        assert lines["add"] == "LOADED nvrtc"
+        assert str(path) in proc.stderr and "does not match its digest" in proc.stderr
+
+
+@pytest.mark.parametrize("text,problem", [
+    ('{"modules": 5}', "'nvrtc_version' is missing"),
+    ('{"nvrtc_version": "12.0", "ptx_isa": "8.0", "arch": "compute_70", "modules": 5}',
+     "'modules' is missing or not an object"),
+    ("[1, 2]", "expected a JSON object, found list"),
+    ("", "not valid JSON"),
+    ('{"nvrtc_version": "12.0", "ptx_is', "not valid JSON (truncated?)"),
+    ('{"nvrtc_version": "12.0", "ptx_isa": "8.0", "arch": "compute_70", "modules": '
+     '{"m": {"sha256": "' + "0" * 64 + '", "file_sha256": "' + "0" * 64 + '", '
+     '"file": "../../etc/passwd", "lowered": {}}}}', "not a plain *.ptx.gz name"),
+    ('{"nvrtc_version": "12.0", "ptx_isa": "8.0", "arch": "compute_70", "modules": '
+     '{"m": {"sha256": "' + "0" * 64 + '", "file": "m.ptx.gz", "lowered": {}}}}',
+     "'file_sha256' is missing"),
+])
+def test_a_malformed_manifest_is_one_clear_problem(tmp_path, text, problem):
+    (tmp_path / ptxstore.MANIFEST).write_text(text)
+    with pytest.raises(ptxstore.ManifestError) as err:
+        ptxstore.read_manifest(tmp_path)
+    assert str(err.value).startswith(f"{tmp_path / ptxstore.MANIFEST}: ")
+    assert problem in str(err.value) and "\n" not in str(err.value)
+    report = ptxstore.verify(tmp_path)
+    assert not report.ok and len(report.manifest) == 1 and problem in report.manifest[0]
+    assert not (report.missing or report.bad_files or report.wrong_toolchain)
+
+
+def test_a_truncated_manifest_of_the_real_kernels_ptx(tmp_path):
+    d = _copy(tmp_path)
+    path = d / ptxstore.MANIFEST
+    path.write_bytes(path.read_bytes()[:5000])
+    report = ptxstore.verify(d)
+    assert report.manifest and "truncated" in report.manifest[0] and not report.missing

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from .. import MLX_API_VERSION as __version__  # MLX's API version (mx.__version__), not ours
+from .. import _env
+
+_env.check()  # a bad PYCUDAMLX_* / MLX_* value: one ConfigError naming it, before anything runs
 from ..dtypes import (  # noqa: F401
     Dtype, DtypeCategory, bfloat16, bool_, can_cast, complex64, complexfloating, finfo,
     float16, float32, float64, floating, generic, iinfo, inexact, int8, int16, int32, int64,

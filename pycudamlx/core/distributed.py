@@ -24,11 +24,11 @@ instead of returning a singleton group: each rank would otherwise train alone, s
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import _env
 from .. import dtypes as dt
 from . import device as dev
 from ._nanobind import argument_error
@@ -149,7 +149,7 @@ def is_available(backend: str = "any") -> bool:
 def _launched_ranks() -> str | None:
     """The environment variables that say this process is one rank of a multi-process launch
     (mlx.launch's or mpirun's), as text for the error; None when it runs alone."""
-    env = os.environ
+    env = _env.launch_environment()
     rank, hostfile = env.get("MLX_RANK", ""), env.get("MLX_HOSTFILE", "")
     if rank and hostfile and _hostfile_hosts(hostfile) != 1:
         return f'MLX_RANK="{rank}" and MLX_HOSTFILE="{hostfile}"'
@@ -192,7 +192,7 @@ def init(strict: bool = False, backend: str = "any", *_extra: Any,
                            f"({launched}), but {_NO_BACKEND}. Run one process.")
     if strict:
         if backend == "ring":
-            env = os.environ
+            env = _env.launch_environment()
             raise RuntimeError(
                 "[ring] You need to provide via environment variables both a rank (MLX_RANK) "
                 f"and a hostfile (MLX_HOSTFILE) but provided MLX_RANK=\"{env.get('MLX_RANK', '')}"

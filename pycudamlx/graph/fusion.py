@@ -20,13 +20,12 @@ fusion off (bench rows with and without it); without NVRTC nothing is fused.
 from __future__ import annotations
 
 import heapq
-import os
 import sys
 from typing import Any
 
 import numpy as np
 
-from .. import dtypes as dt
+from .. import _env, dtypes as dt
 from .node import register
 from .primitives.elementwise import AsType, Binary, Unary, Where
 from .primitives.fused import Fused
@@ -38,10 +37,9 @@ _EXCLUDED = frozenset((dt.complex64, dt.float64))
 _BASE_REFS = 3
 _getrefcount = sys.getrefcount
 
-enabled = os.environ.get("PYCUDAMLX_FUSION", "1").strip().lower() not in ("0", "false", "no",
-                                                                          "off")
+enabled = _env.flag_or_default("PYCUDAMLX_FUSION")
 #: Tests of the planner fuse CPU nodes too (Fused's numpy body); never on in normal use.
-on_cpu_for_tests = os.environ.get("PYCUDAMLX_FUSE_CPU_FOR_TESTS", "") == "1"
+on_cpu_for_tests = _env.flag_or_default("PYCUDAMLX_FUSE_CPU_FOR_TESTS")
 _kernels_available: bool | None = None
 _fused_backend: Any = None
 

@@ -7,11 +7,11 @@ zero-copy host view after its last writer finished; device memory is copied.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 
+from ... import _env
 from ... import dtypes as dt
 from . import driver, memory
 from .stream import CudaStream
@@ -22,9 +22,9 @@ def _memory_kind(device: driver.CudaDevice) -> str:
 
     PYCUDAMLX_MEMORY=device|managed forces one (device is the mode for WSL, Windows, Jetson).
     """
-    forced = os.environ.get("PYCUDAMLX_MEMORY", "").strip().lower()
-    if forced in (memory.MANAGED, memory.DEVICE):
-        return forced
+    forced = _env.get("PYCUDAMLX_MEMORY")  # "", "managed" or "device" (ConfigError if bad)
+    if forced:
+        return str(forced)
     return memory.MANAGED if device.properties.concurrent_managed_access else memory.DEVICE
 
 

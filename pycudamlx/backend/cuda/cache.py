@@ -133,9 +133,9 @@ class KernelCache:
         except OSError:
             self.misses += 1
             return None
-        entry = _decode(data)
+        entry, problem = decode_entry(data)
         if entry is None:
-            log.warning("kernel cache entry %s is corrupt; it will be rebuilt", path)
+            log.warning("kernel cache entry %s is corrupt (%s); it will be rebuilt", path, problem)
             self.misses += 1
             return None
         self.hits += 1
@@ -183,9 +183,14 @@ class KernelCache:
 
     def clear(self) -> int:
         """Delete every entry (and stale temp files); returns how many entries were removed."""
+        return self.clear_with_failures()[0]
+
+    def clear_with_failures(self) -> tuple[int, list[tuple[Path, str]]]:
+        """Delete every entry (and stale temp files): (entries removed, [(path, why) not removed])."""
         removed = 0
+        failures: list[tuple[Path, str]] = []
         if not self.directory.is_dir():
-            return 0
+            return 0, failures
         # Only what put() writes (*.bin and .tmp-* files in hex-named subdirectories), so a --dir
         # pointed at the wrong directory by mistake does not lose the files that live there.
         subdirs = [s for s in self.directory.glob(_SUBDIR_GLOB) if s.is_dir()]
@@ -195,14 +200,65 @@ class KernelCache:
                     p.unlink()
                     if p.suffix == ".bin":
                         removed += 1
+                except FileNotFoundError:  # removed meanwhile by another process
+                    pass
                 except OSError as exc:
-                    log.warning("could not remove %s: %s", p, exc)
+                    log.debug("could not remove %s: %s", p, exc)
+                    failures.append((p, exc.strerror or str(exc)))
         for sub in subdirs:
             try:
                 sub.rmdir()
             except OSError:
                 pass
-        return removed
+        return removed, failures
+
+    def scan(self) -> tuple[int, list[tuple[Path, str]]]:
+        """(entries, [(corrupt entry, problem)]): every ``*.bin`` counted whatever its state; a
+        corrupt, truncated, foreign or unreadable one is listed (the runtime rebuilds it on next
+        use)."""
+        paths = self.entries()
+        corrupt = []
+        for p in paths:
+            try:
+                data = p.read_bytes()
+            except OSError as exc:
+                corrupt.append((p, f"unreadable: {exc.strerror or exc}"))
+                continue
+            problem = decode_entry(data)[1]
+            if problem is not None:
+                corrupt.append((p, problem))
+        return len(paths), corrupt
+
+    def probe_writable(self) -> str | None:
+        """Why the directory cannot be created or written, found by trying (a temporary file or
+        directory, removed at once; nothing is left behind), or None when it can."""
+        d = self.directory
+        if d.exists():
+            if not d.is_dir():
+                return f"the kernel cache path {d} is not a directory"
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=".tmp-probe-", dir=d)
+            except OSError as exc:
+                return (f"the kernel cache directory {d} is not writable ({exc.strerror}); set "
+                        "PYCUDAMLX_CACHE_DIR to a writable directory.")
+            os.close(fd)
+            os.unlink(tmp)
+            return None
+        ancestor = d.parent
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent
+        why = None
+        if not ancestor.is_dir():
+            why = f"{ancestor} is not a directory"
+        else:
+            try:
+                os.rmdir(tempfile.mkdtemp(prefix=".pycudamlx-probe-", dir=ancestor))
+            except OSError as exc:
+                why = f"nothing can be made in {ancestor} ({exc.strerror})"
+        if why is None:
+            return None
+        return (f"the kernel cache directory {d} cannot be created: {why}. Set "
+                "PYCUDAMLX_CACHE_DIR to a writable directory.")
 
 
 def _encode(entry: CacheEntry) -> bytes:
@@ -214,20 +270,28 @@ def _encode(entry: CacheEntry) -> bytes:
 
 def _decode(data: bytes) -> CacheEntry | None:
     """Parse an entry; None for anything truncated, corrupt or of another format."""
+    return decode_entry(data)[0]
+
+
+def decode_entry(data: bytes) -> tuple[CacheEntry | None, str | None]:
+    """(entry, None), or (None, what is wrong with it) for a truncated, corrupt or foreign file."""
     if not data.startswith(_MAGIC):
-        return None
+        return None, "not a pycudamlx kernel cache entry (no magic line)"
     pos = len(_MAGIC)
     digest = data[pos:pos + 64]
     pos += 65
     if len(data) < pos + 8:
-        return None
+        return None, f"truncated ({len(data)} bytes, shorter than the header)"
     size = int.from_bytes(data[pos:pos + 8], "little")
     payload = data[pos + 8:]
-    if len(payload) != size or hashlib.sha256(payload).hexdigest().encode() != digest:
-        return None
+    if len(payload) != size:
+        return None, (f"truncated ({len(payload)} of {size} payload bytes)" if len(payload) < size
+                      else f"{len(payload) - size} bytes of trailing garbage")
+    if hashlib.sha256(payload).hexdigest().encode() != digest:
+        return None, "checksum mismatch"
     try:
         meta_len = int.from_bytes(payload[:4], "little")
         meta = json.loads(payload[4:4 + meta_len])
-        return CacheEntry(payload[4 + meta_len:], meta["kind"], dict(meta["lowered"]))
-    except (ValueError, KeyError, TypeError):
-        return None
+        return CacheEntry(payload[4 + meta_len:], meta["kind"], dict(meta["lowered"])), None
+    except (ValueError, KeyError, TypeError) as exc:
+        return None, f"metadata unreadable ({type(exc).__name__})"

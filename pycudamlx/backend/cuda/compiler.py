@@ -211,7 +211,15 @@ def _load_uncached(spec: registry.ModuleSpec, device: CudaDevice) -> LoadedModul
                  device.properties.arch)
 
     # 2. The shipped PTX (compute_70: not for modules whose code needs a newer architecture).
-    shipped = ptxstore.lookup(spec) if spec.min_cc <= registry.SHIPPED_CC else None
+    try:
+        shipped = ptxstore.lookup(spec) if spec.min_cc <= registry.SHIPPED_CC else None
+    except ptxstore.ShippedPtxError as exc:  # never handed to the driver
+        shipped = None
+        if nvrtc is None:
+            raise KernelUnavailableError(
+                f"kernel module {spec.name!r} is not in the kernel cache ({cache.directory}) and "
+                f"NVRTC cannot build it ({nvrtc_error}); {exc}") from None
+        log.warning("%s Building %s with NVRTC instead.", exc, spec.name)
     if shipped is not None:
         ptx, lowered = shipped
         handle = _try_load_image(ptx, device)
@@ -222,8 +230,10 @@ def _load_uncached(spec: registry.ModuleSpec, device: CudaDevice) -> LoadedModul
 
     # 3. NVRTC.
     if nvrtc is None:
+        why = f" (kernels_ptx is unusable: {ptxstore.manifest_problem})" if (
+            ptxstore.manifest_problem and ptxstore.manifest() is None) else ""
         raise KernelUnavailableError(
-            f"kernel module {spec.name!r} is not in kernels_ptx/ or the kernel cache "
+            f"kernel module {spec.name!r} is not in kernels_ptx/{why} or the kernel cache "
             f"({cache.directory}), and NVRTC cannot build it: {nvrtc_error}. Install NVRTC "
             "(pip install 'pycudamlx[cu13]', or [cu12] for drivers older than 580), or fill a "
             f"cache on a connected machine with 'pycudamlx cache warm --arch sm_{cc} --dir DIR' "

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import os
 import threading
 from typing import Any
 
+from ... import _env
 from .vendor import VendorLibrary, env_switch_on
 
 log = logging.getLogger(__name__)
@@ -56,15 +56,10 @@ class CublasError(RuntimeError):
     """A cuBLAS call failed; the message names the call and the status."""
 
 
-def _flag_off(name: str) -> bool:
-    v = os.environ.get(name)
-    return v is not None and v.strip().lower() in ("0", "false", "no", "off")
-
-
 def tf32_enabled() -> bool:
     """TF32 for float32 GEMMs: on by default as in MLX; off with MLX_ENABLE_TF32=0 or
     PYCUDAMLX_ENABLE_TF32=0 (read per call, so a test or a script may flip it)."""
-    return not (_flag_off("MLX_ENABLE_TF32") or _flag_off("PYCUDAMLX_ENABLE_TF32"))
+    return _env.flag("MLX_ENABLE_TF32") and _env.flag("PYCUDAMLX_ENABLE_TF32")
 
 
 def disabled() -> bool:

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import os
 import threading
 from collections import OrderedDict
 from typing import Any
 
+from ... import _env
 from .vendor import VendorLibrary, env_switch_on
 
 log = logging.getLogger(__name__)
@@ -64,10 +64,7 @@ def disabled() -> bool:
 
 
 def _cache_size() -> int:
-    try:
-        return max(1, int(os.environ.get("PYCUDAMLX_CUFFT_PLAN_CACHE", "32")))
-    except ValueError:
-        return 32
+    return int(_env.get("PYCUDAMLX_CUFFT_PLAN_CACHE"))  # type: ignore[arg-type]
 
 
 def _bind(lib: Any) -> None:

@@ -18,6 +18,8 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from ... import _env
+
 if TYPE_CHECKING:
     from .null_driver import NullDriver
 
@@ -218,8 +220,7 @@ def init() -> Any:
             return _cu
         if _init_error is not None:
             raise _copy_error(_init_error)
-        if os.environ.get("PYCUDAMLX_NULL_DRIVER", "").strip().lower() not in (
-                "", "0", "false", "no", "off"):
+        if _env.flag("PYCUDAMLX_NULL_DRIVER"):
             return _install_null_driver()
         try:
             from cuda.bindings import driver as cu_mod

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _env
 from .. import memstats
 from ..memstats import MemoryStats, stats  # noqa: F401  (MemoryStats: public, re-exported)
 from . import driver
@@ -76,8 +77,7 @@ STAGE_CHUNK = 64 * _MiB
 STAGE_BUFFERS = 2
 
 _stats_lock = memstats.lock
-_auto_prefetch = os.environ.get("PYCUDAMLX_AUTO_PREFETCH", "1").strip().lower() not in (
-    "0", "false", "no", "off")
+_auto_prefetch = _env.flag_or_default("PYCUDAMLX_AUTO_PREFETCH")
 
 
 def set_auto_prefetch(enabled: bool) -> bool:

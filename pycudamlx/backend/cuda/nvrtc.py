@@ -216,7 +216,7 @@ def _bindings_nvrtc() -> BindingsNvrtc:
 def get_nvrtc() -> Nvrtc:
     """The NVRTC the runtime uses; NvrtcUnavailableError when missing or disabled."""
     if _env.DISABLE_NVRTC:
-        raise NvrtcUnavailableError("NVRTC is disabled (PYCUDAMLX_DISABLE_NVRTC=1)")
+        raise NvrtcUnavailableError("NVRTC is disabled by PYCUDAMLX_DISABLE_NVRTC")
     return _bindings_nvrtc()
 
 

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import os
 import threading
 from typing import Any, Callable
 
+from ... import _env
 from . import driver
 
 log = logging.getLogger(__name__)
 
 
 def env_switch_on(name: str) -> bool:
-    """A PYCUDAMLX_DISABLE_* style switch: set to anything but "", 0, false, no, off."""
-    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
+    """A PYCUDAMLX_DISABLE_* style switch, parsed by pycudamlx._env (ConfigError if bad)."""
+    return _env.flag(name)
 
 
 NULL_DRIVER_REASON = "unavailable under the null CUDA driver (no kernel runs)"
