@@ -168,6 +168,7 @@ def info(as_json: bool) -> None:
     doc = diagnostics.collect_info()
     if as_json:
         _echo_json(doc)
+        _exit_if_broken(doc["cache"], doc["kernels_ptx"])
         return
     rows: list[tuple[str, str]] = [
         ("pycudamlx", doc["package"]["version"]),
@@ -214,6 +215,18 @@ def info(as_json: bool) -> None:
             ])
     _print_rows([("Kernel cache", _cache_line(doc["cache"])),
                  ("kernels_ptx", _ptx_line(doc["kernels_ptx"]))])
+    _exit_if_broken(doc["cache"], doc["kernels_ptx"])
+
+
+def _exit_if_broken(cache: dict[str, Any], ptx: dict[str, Any] | None = None) -> None:
+    """Exit 1 after the report when what is on disk is broken (an unusable kernel cache, a
+    missing, malformed or tampered kernels_ptx): the report itself names the problem."""
+    bad = cache["problem"] is not None
+    if ptx is not None:
+        bad = bad or not ptx["present"] or bool(ptx["problems"]["manifest"]) or not ptx[
+            "verify_ok"]
+    if bad:
+        raise SystemExit(1)
 
 
 def _print_rows(rows: Iterable[tuple[str, str]]) -> None:
@@ -397,6 +410,7 @@ def cache_info(directory: Path | None, as_json: bool) -> None:
         _echo_json({"schema": "pycudamlx-cache-info/1", **doc})
     else:
         _print_rows([("Kernel cache", _cache_line(doc))])
+    _exit_if_broken(doc)
 
 
 @cache_group.command("clear")

@@ -130,15 +130,20 @@ def test_info_json_schema(cache_dir):
         assert doc["devices"] == [] and doc["driver"]["reason"]
 
 
-def test_info_reports_an_unusable_cache_without_failing(tmp_path):
+def test_info_reports_an_unusable_cache_in_full_then_exits_1(tmp_path):
     d = tmp_path / "shared"
     d.mkdir()
     d.chmod(0o777)
     result = invoke("info", "--json", env={"PYCUDAMLX_CACHE_DIR": str(d)})
-    assert result.exit_code == 0
-    cache = json.loads(result.output)["cache"]
+    assert result.exit_code == 1
+    doc = json.loads(result.output)  # the whole report still comes out
+    cache = doc["cache"]
     assert cache["usable"] is False and "other users can write" in cache["problem"]
-    assert "UNUSABLE" in invoke("info", env={"PYCUDAMLX_CACHE_DIR": str(d)}).output
+    assert "kernels_ptx" in doc and "driver" in doc
+    text = invoke("info", env={"PYCUDAMLX_CACHE_DIR": str(d)})
+    assert text.exit_code == 1 and "UNUSABLE" in text.output and "kernels_ptx" in text.output
+    cache_only = invoke("cache", "info", env={"PYCUDAMLX_CACHE_DIR": str(d)})
+    assert cache_only.exit_code == 1 and "UNUSABLE" in cache_only.output
 
 
 # --------------------------------------------------------------------------------------------------
