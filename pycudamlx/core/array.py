@@ -852,16 +852,7 @@ def fresh(a: array, stream: Any = None) -> array:
     """
     data = a._data
     if data is not None and _graph_eval.tape is None:
-        b = array.__new__(array)
-        b._shape = a._shape
-        b._dtype = a._dtype
-        b._data = data
-        b._prim = None
-        b._inputs = ()
-        b._stream = None
-        b._siblings = None
-        b._cons = None
-        return b
+        return from_data(data, a._dtype)
     s = dev.resolve_stream(stream) if stream is not None else (
         a._stream or dev.resolve_stream(None))
     return make(_ALIAS, (a,), a._shape, a._dtype, s)

@@ -19,7 +19,7 @@ from .. import dtypes as dt
 from ..backend import optable
 from ..graph.primitives.elementwise import AllTrue, Binary, DivMod, Unary, Where
 from . import device as dev
-from ._base import astype, broadcast_shapes, constant, promote_operands
+from ._base import _PLAIN_SCALARS, astype, broadcast_shapes, constant, promote_operands
 from ._nanobind import SIGNATURES, argument_error
 from .array import array, fresh, from_data, make, make_multi
 
@@ -58,9 +58,6 @@ def _unary_row(name: str) -> tuple[Unary, optable.ElementwiseOp]:
         op = _OPS[name]
         row = _unary_rows[name] = (Unary(op), op)
     return row
-
-
-_PLAIN_SCALARS = frozenset((int, float, bool, complex))
 
 
 def _operand(x: Any, fn: str, signature: str | None = None) -> array:

@@ -17,7 +17,7 @@ import numpy as np
 from .. import _env
 from ..backend.memstats import track_host
 from . import fusion
-from .primitive import StrictGpuError
+from .primitive import StrictGpuError, cuda_modules
 
 _lock = threading.RLock()
 _gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
@@ -28,39 +28,12 @@ _gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 tape: dict | None = None
 
 
-_gpu_array_module: Any = None
-_memory_module: Any = None
-_constants_module: Any = None
-
-
-def _gpu() -> Any:
-    """backend.cuda.array, imported on first GPU use (importing never touches CUDA)."""
-    global _gpu_array_module
-    if _gpu_array_module is None:
-        from ..backend.cuda import array as gpu_array
-
-        _gpu_array_module = gpu_array
-    return _gpu_array_module
-
-
-def _memory() -> Any:
-    """backend.cuda.memory (residency decisions off the hot path)."""
-    global _memory_module
-    if _memory_module is None:
-        from ..backend.cuda import memory
-
-        _memory_module = memory
-    return _memory_module
-
-
-def _constants() -> Any:
-    """backend.cuda.constants (small host values written on the GPU in stream order)."""
-    global _constants_module
-    if _constants_module is None:
-        from ..backend.cuda import constants
-
-        _constants_module = constants
-    return _constants_module
+#: backend.cuda's modules, imported on first GPU use (importing never touches CUDA): the
+#: GpuArray module, memory (residency decisions off the hot path) and the constant cache
+#: (small host values written by the GPU in stream order).
+_gpu = cuda_modules("array")
+_memory = cuda_modules("memory")
+_constants = cuda_modules("constants")
 
 
 #: Host arrays of these sizes go to the GPU through the constant cache (no host sync).
@@ -92,13 +65,8 @@ def to_gpu(a: Any, cuda_stream: Any) -> Any:
         return g
     buf = data.buffer
     writer = buf.last_write
-    if writer is not None and writer is not cuda_stream:
-        # Written on another stream: this stream waits for it on the GPU, once. Later work on
-        # this stream is ordered after the write already, and a reader elsewhere that orders
-        # itself after this stream is too; without this, each use of a weight uploaded on
-        # the default stream by mlx-lm's generation stream cost an event (~200 a token).
-        cuda_stream.wait(writer.record() if hasattr(writer, "record") else writer)
-        buf.last_write = cuda_stream
+    if writer is not None and writer is not cuda_stream:  # written on another stream
+        _memory().order_after_write(buf, cuda_stream)
     if buf.location != cuda_stream.device.index:
         # Pages on the host (an upload, a host view handed out) or unknown: prefetch them to
         # this device before the kernel (large blocks), instead of page faults. Resident data

@@ -28,6 +28,7 @@ import numpy as np
 from .. import _env, dtypes as dt
 from .node import register
 from .primitives.elementwise import AsType, Binary, Unary, Where
+from .primitive import cuda_modules
 from .primitives.fused import Fused
 
 _FUSABLE = (Unary, Binary, AsType, Where)
@@ -41,16 +42,7 @@ enabled = _env.flag_or_default("PYCUDAMLX_FUSION")
 #: Tests of the planner fuse CPU nodes too (Fused's numpy body); never on in normal use.
 on_cpu_for_tests = _env.flag_or_default("PYCUDAMLX_FUSE_CPU_FOR_TESTS")
 _kernels_available: bool | None = None
-_fused_backend: Any = None
-
-
-def _backend() -> Any:
-    global _fused_backend
-    if _fused_backend is None:
-        from ..backend.cuda import fused
-
-        _fused_backend = fused
-    return _fused_backend
+_backend = cuda_modules("fused")
 
 
 def _available() -> bool:

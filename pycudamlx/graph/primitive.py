@@ -12,13 +12,30 @@ Slots for later transforms (vjp, jvp, vmap) live here too.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import importlib
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import dtypes as dt
 
 OutSpec = tuple[tuple[int, ...], dt.Dtype]
+
+
+def cuda_modules(*names: str) -> Callable[[], Any]:
+    """A getter of ``backend.cuda``'s modules ``names`` (the module itself for one name, else a
+    tuple), imported on the first GPU use: importing the graph layer never touches CUDA, and a
+    function-level import would cost about a microsecond on every op."""
+    loaded: Any = None
+
+    def get() -> Any:
+        nonlocal loaded
+        if loaded is None:
+            mods = tuple(importlib.import_module(f"pycudamlx.backend.cuda.{n}") for n in names)
+            loaded = mods[0] if len(mods) == 1 else mods
+        return loaded
+
+    return get
 
 
 class StrictGpuError(RuntimeError):

@@ -124,12 +124,9 @@ def upload(host: np.ndarray, dtype: dt.Dtype, stream: CudaStream) -> Any:
     key = (device.index, dtype, raw, host.shape)
     g = _cache.get(key)
     if g is not None:
-        writer = g.buffer.last_write
-        # written on another stream: this one waits, on the GPU (None: a host read already
-        # waited for the write)
-        if writer is not None and writer is not stream:
-            stream.wait(writer.record())
-            g.buffer.last_write = stream  # ordered after the write from now on (evaluate.to_gpu)
+        # written on another stream: this one waits, on the GPU, once (None: a host read
+        # already waited for the write)
+        memory.order_after_write(g.buffer, stream)
         return g
     shape = tuple(host.shape)
     slot = _slot(device)

@@ -275,6 +275,18 @@ def before_kernel(buf: Buffer, stream: CudaStream) -> None:
         buf.set_location(index)
 
 
+def order_after_write(buf: Any, stream: CudaStream) -> None:
+    """Make ``stream``'s later work wait, on the GPU, for ``buf``'s last write on another
+    stream (or event), once: afterwards ``stream`` is the buffer's ordering point, so later
+    reads on it need no event, and a reader elsewhere that orders itself after ``stream`` is
+    after the write too (a weight uploaded on the default stream and read every step on
+    mlx-lm's generation stream costs one event in all)."""
+    writer = buf.last_write
+    if writer is not None and writer is not stream:
+        stream.wait(writer.record() if isinstance(writer, CudaStream) else writer)
+        buf.last_write = stream
+
+
 def host_read_stream(buf: Buffer) -> CudaStream:
     """A stream ordered after ``buf``'s last GPU write, for host reads of it."""
     writer = buf.last_write

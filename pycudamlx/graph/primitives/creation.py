@@ -11,22 +11,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from ... import dtypes as dt
-from ..primitive import OutSpec, Primitive
+from ..primitive import OutSpec, Primitive, cuda_modules
 from .elementwise import cast_numpy
 from .shape import _scalar_numpy
 
 
-_cuda_modules: tuple | None = None
-
-
-def _cuda():
-    """(backend.cuda.array, .elementwise, .indexing, .memory), imported on first GPU use."""
-    global _cuda_modules
-    if _cuda_modules is None:
-        from ...backend.cuda import array as gpu_array, elementwise as launch, indexing, memory
-
-        _cuda_modules = (gpu_array, launch, indexing, memory)
-    return _cuda_modules
+_cuda = cuda_modules("array", "elementwise", "indexing", "memory")
 
 
 class Full(Primitive):

@@ -12,21 +12,10 @@ import numpy as np
 
 from ... import dtypes as dt
 from ...backend import optable
-from ..primitive import OutSpec, Primitive
+from ..primitive import OutSpec, Primitive, cuda_modules
 
 
-_cuda_modules: tuple[Any, Any] | None = None
-
-
-def _cuda() -> tuple[Any, Any]:
-    """The CUDA array and launcher modules, imported on first GPU use (never at import)."""
-    global _cuda_modules
-    mods = _cuda_modules
-    if mods is None:
-        from ...backend.cuda import array as gpu_array, elementwise as launch
-
-        mods = _cuda_modules = (gpu_array, launch)
-    return mods
+_cuda = cuda_modules("array", "elementwise")  # (GpuArray module, launchers)
 
 
 def broadcast_view(x: Any, shape: tuple[int, ...]) -> Any:

@@ -14,20 +14,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ... import dtypes as dt
-from ..primitive import OutSpec, Primitive
+from ..primitive import OutSpec, Primitive, cuda_modules
 
 
-_fast_module = None
-
-
-def _cuda_fast():
-    """backend.cuda.fast, imported on the first GPU op (then a global read)."""
-    global _fast_module
-    if _fast_module is None:
-        from ...backend.cuda import fast
-
-        _fast_module = fast
-    return _fast_module
+_cuda_fast = cuda_modules("fast")
 
 
 def _f32(x: np.ndarray) -> np.ndarray:

@@ -13,19 +13,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ... import dtypes as dt
-from ..primitive import OutSpec, Primitive
+from ..primitive import OutSpec, Primitive, cuda_modules
 from .elementwise import broadcast_view
 
-_cuda_modules: tuple[Any, Any] | None = None
-
-
-def _cuda() -> tuple[Any, Any]:
-    global _cuda_modules
-    if _cuda_modules is None:
-        from ...backend.cuda import array as gpu_array, fused
-
-        _cuda_modules = (gpu_array, fused)
-    return _cuda_modules
+_cuda = cuda_modules("array", "fused")
 
 
 class Fused(Primitive):

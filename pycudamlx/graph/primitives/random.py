@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ... import dtypes as dt
-from ..primitive import OutSpec, Primitive
+from ..primitive import OutSpec, Primitive, cuda_modules
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = 0x1BD11BDA
@@ -32,17 +32,7 @@ UPPER = {
 }
 
 
-_cuda_modules: tuple | None = None
-
-
-def _cuda() -> Any:
-    """(backend.cuda.array, .random), imported on the first GPU draw."""
-    global _cuda_modules
-    if _cuda_modules is None:
-        from ...backend.cuda import array as gpu_array, random as launch
-
-        _cuda_modules = (gpu_array, launch)
-    return _cuda_modules
+_cuda = cuda_modules("array", "random")
 
 
 def threefry2x32(k0: int, k1: int, c0: np.ndarray, c1: np.ndarray

@@ -16,21 +16,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ... import dtypes as dt
-from ..primitive import OutSpec, Primitive
+from ..primitive import OutSpec, Primitive, cuda_modules
 from .elementwise import cast_numpy
 
 
-_cuda_modules: tuple | None = None
-
-
-def _cuda():
-    """(backend.cuda.array, .elementwise, .reduce), imported on the first GPU reduction."""
-    global _cuda_modules
-    if _cuda_modules is None:
-        from ...backend.cuda import array as gpu_array, elementwise as ew, reduce as kernels
-
-        _cuda_modules = (gpu_array, ew, kernels)
-    return _cuda_modules
+_cuda = cuda_modules("array", "elementwise", "reduce")
 
 _F32 = np.dtype(np.float32)
 

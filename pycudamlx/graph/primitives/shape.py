@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ... import dtypes as dt
-from ..primitive import OutSpec, Primitive
+from ..primitive import OutSpec, Primitive, cuda_modules
 from .elementwise import broadcast_view, cast_numpy
 
 Shape = tuple[int, ...]
@@ -25,18 +25,7 @@ Region = tuple[int, Shape, tuple[int, ...]]
 _as_strided = np.lib.stride_tricks.as_strided
 
 
-_cuda_modules: tuple | None = None
-
-
-def _cuda():
-    """(backend.cuda.array, .elementwise, .indexing), imported on the first GPU op (a function
-    level import costs ~1 us a call; shape ops run several times per layer)."""
-    global _cuda_modules
-    if _cuda_modules is None:
-        from ...backend.cuda import array as gpu_array, elementwise as launch, indexing
-
-        _cuda_modules = (gpu_array, launch, indexing)
-    return _cuda_modules
+_cuda = cuda_modules("array", "elementwise", "indexing")
 
 
 def _size(shape: Sequence[int]) -> int:

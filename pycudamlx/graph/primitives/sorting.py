@@ -13,14 +13,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from ... import dtypes as dt
-from ..primitive import OutSpec, Primitive
+from ..primitive import OutSpec, Primitive, cuda_modules
 from .nth_element import nth_element, row_ranks
 
 
-def _cuda() -> Any:
-    from ...backend.cuda import sorting
-
-    return sorting
+_cuda = cuda_modules("sorting")
 
 
 def _float_key32(f: np.ndarray) -> np.ndarray:
