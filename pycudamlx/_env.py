@@ -59,6 +59,9 @@ _VARS = [
              "(0: never prefetch automatically)."),
     Variable("PYCUDAMLX_FUSION", "bool", True,
              "Fuse chains of elementwise GPU ops into one kernel (0: one kernel per op)."),
+    Variable("PYCUDAMLX_COMPILE_GRAPHS", "bool", True,
+             "mx.compile replays a trace on a GPU stream as one CUDA graph from its third call "
+             "(0: every op of the trace is its own launch)."),
     Variable("PYCUDAMLX_DISABLE_CUBLAS", "bool", False,
              "Do not use cuBLAS(Lt): matmul takes the NVRTC GEMM. Read at each use."),
     Variable("PYCUDAMLX_DISABLE_CUFFT", "bool", False,

@@ -19,6 +19,11 @@ Replay: the steps are rebuilt on the new leaves with ``make``/``make_multi`` (la
 the output tree is rebuilt, and the captured ``outputs`` tree gets its new arrays written back
 at the same positions (dict and list slots, as MLX's tree_fill).
 
+From the third call of a recording whose steps all run on one GPU stream (the first call
+traced, the second warmed modules and library workspaces up), a replay is one node instead
+(graph/primitives/compiled_graph.py): evaluated, it captures the steps once into a CUDA graph and
+then replays them with one launch. ``PYCUDAMLX_COMPILE_GRAPHS=0`` keeps the per-op replay.
+
 Recording is skipped (the body runs at every call, as before) where a replay could differ from
 running it: inside grad/vjp/jvp/vmap or another compiled call, when the body replaced arrays in
 its argument containers or mutated an argument array in place, when captured ``inputs`` changed
@@ -29,9 +34,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import _env
 from ..graph import evaluate as _ev
+from ..graph.primitives.compiled_graph import CompiledGraph
 from . import device as dev
-from .array import _ALIAS, array, make, make_multi
+from .array import _ALIAS, array, from_data, make, make_multi
+
+#: Whether replays on GPU streams become CUDA graphs (PYCUDAMLX_COMPILE_GRAPHS; tests set it).
+graphs_enabled = _env.flag_or_default("PYCUDAMLX_COMPILE_GRAPHS")
 
 
 #: id(function) -> [number of live compiled wrappers, {trace key: Recording}].
@@ -81,7 +91,8 @@ class CacheUser:
 class Recording:
     """One trace: how to rebuild its outputs from the leaves of a call."""
 
-    __slots__ = ("n_leaves", "steps", "out_tree", "out_refs", "state_refs", "n_keys")
+    __slots__ = ("n_leaves", "steps", "out_tree", "out_refs", "state_refs", "n_keys",
+                 "replays", "graph")
 
     def __init__(self, n_leaves: int, steps: list, out_tree: Any, out_refs: list,
                  state_refs: list, n_keys: int = 0) -> None:
@@ -91,6 +102,8 @@ class Recording:
         self.out_tree = out_tree  # fun's return value (arrays replaced on replay)
         self.out_refs = out_refs  # a value reference per array of out_tree, in order
         self.state_refs = state_refs  # a value reference per array of the outputs tree
+        self.replays = 0
+        self.graph: _GraphPlan | None | bool = None  # False: replays op by op
 
 
 def array_leaves(tree: Any, out: list) -> list:
@@ -273,6 +286,24 @@ def replay(rec: Recording, leaves: list, state_tree: Any) -> Any:
         from .random import state as key_state
 
         values.extend(key_state._next() for _ in range(rec.n_keys))
+    rec.replays += 1
+    plan = rec.graph
+    if plan is None and rec.replays > 1 and graphs_enabled:
+        plan = rec.graph = _GraphPlan.of(rec)
+    if plan:
+        get = plan.call(values)
+    else:
+        _run_steps(rec, values)
+        get = values.__getitem__
+    outs = iter([get(r) if type(r) is int else r for r in rec.out_refs])
+    result = _rebuild(rec.out_tree, outs)
+    if rec.state_refs:
+        _write_back(state_tree, iter([get(r) if type(r) is int else r for r in rec.state_refs]))
+    return result
+
+
+def _run_steps(rec: Recording, values: list) -> None:
+    """Append to ``values`` (the leaves, then the keys) the lazy node of each step."""
     get = values.__getitem__
     for step in rec.steps:
         kind = step[0]
@@ -286,11 +317,70 @@ def replay(rec: Recording, leaves: list, state_tree: Any) -> Any:
             values.append(make_multi(prim, ins, specs, stream))
         else:
             values.append(values[step[1]][step[2]])
-    outs = iter([get(r) if type(r) is int else r for r in rec.out_refs])
-    result = _rebuild(rec.out_tree, outs)
-    if rec.state_refs:
-        _write_back(state_tree, iter([get(r) if type(r) is int else r for r in rec.state_refs]))
-    return result
+
+
+class _GraphPlan:
+    """How a recording replays as one CompiledGraph node: which values are its outputs."""
+
+    __slots__ = ("prim", "stream", "base", "targets", "specs", "index")
+
+    @classmethod
+    def of(cls, rec: Recording) -> "_GraphPlan | bool":
+        """The plan of ``rec``, or False when its steps do not all run on one GPU stream."""
+        streams = {step[-1] for step in rec.steps if step[0] != "pick"}
+        if len(streams) != 1:
+            return False
+        (stream,) = streams
+        if not stream.is_gpu:
+            return False
+        base = rec.n_leaves + rec.n_keys
+        targets = sorted({r for r in rec.out_refs + rec.state_refs
+                          if type(r) is int and r >= base})
+        if not targets:
+            return False
+        return cls(rec, stream, base, targets)
+
+    def __init__(self, rec: Recording, stream: Any, base: int, targets: list) -> None:
+        self.stream = stream
+        self.base = base
+        self.targets = targets
+        self.index = {r: k for k, r in enumerate(targets)}
+        specs = []
+        for r in targets:
+            step = rec.steps[r - base]
+            if step[0] == "pick":
+                specs.append(rec.steps[step[1] - base][3][step[2]])
+            else:
+                specs.append((step[3], step[4]))
+        self.specs = tuple(specs)
+        constants = [r for step in rec.steps if step[0] != "pick" for r in step[2]
+                     if type(r) is not int]
+
+        def build(inputs: list) -> list:
+            values = [from_data(g, g.dtype) for g in inputs]
+            _run_steps(rec, values)
+            outs = [values[r] for r in targets]
+            _ev.evaluate(outs)
+            return [o._data for o in outs]
+
+        def prepare() -> None:
+            # Constants go to the GPU before the capture: an upload inside it would be
+            # recorded, not run, and a graph cannot read host memory.
+            _ev.evaluate(constants)
+            cuda_stream = stream.cuda_stream()
+            for c in constants:
+                _ev.to_gpu(c, cuda_stream)
+
+        label = f"a trace of {len(rec.steps)} steps"
+        self.prim = CompiledGraph(build, prepare, label)
+
+    def call(self, values: list) -> Any:
+        """Build the node for ``values`` (leaves and keys); a getter of each value reference
+        (a leaf or key, or the node's output for a step)."""
+        outs = make_multi(self.prim, tuple(values), self.specs, self.stream)
+        base = self.base
+        index = self.index
+        return lambda r: values[r] if r < base else outs[index[r]]
 
 
 class KeepEvaluated:

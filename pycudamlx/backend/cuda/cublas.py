@@ -165,6 +165,7 @@ def _workspace(h: _Handle, stream: Any) -> int:
     if buf is None:
         from . import memory
 
+        memory.refuse_in_capture("cuBLAS's first call on a stream (its workspace)")
         buf = memory.allocate(WORKSPACE_BYTES, stream.device, memory.DEVICE, stream)
         h.workspaces[key] = buf
     return buf.ptr

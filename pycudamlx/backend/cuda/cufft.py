@@ -264,6 +264,11 @@ def execute(stream: Any, fft_type: int, n: int, batch: int, istride: int, idist:
     samples for R2C/C2R, whose complex side holds n//2 + 1 bins) on ``stream``, reading the
     device pointer ``src`` and writing ``dst`` in the advanced layout. Unnormalised, as cuFFT
     is. C2R may overwrite its input. ``direction`` matters for C2C only."""
+    from . import memory
+
+    # A plan owns device tables its kernels read; the plan cache may evict it while a graph
+    # that baked them in lives on, so transforms never go into a CUDA graph.
+    memory.refuse_in_capture("cuFFT")
     lib = _library.lib or library()
     device = stream.device
     key = plan_key(device.index, fft_type, n, batch, istride, idist, ostride, odist)
@@ -271,8 +276,6 @@ def execute(stream: Any, fft_type: int, n: int, batch: int, istride: int, idist:
         plan = _plan(device, key)
         work = None
         if plan.work_size:
-            from . import memory
-
             work = memory.allocate(plan.work_size, device, memory.DEVICE, stream)
         with plan.lock:
             if plan.handle is None:  # evicted by another thread meanwhile: make it again

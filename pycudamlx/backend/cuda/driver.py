@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
@@ -507,3 +508,46 @@ def mem_advise(ptr: int, nbytes: int, advice: str, device_index: int | None, *,
     cu = init()
     enum = getattr(cu.CUmem_advise, ADVICE[advice][1 if unset else 0])
     call(fn, ptr, nbytes, enum, _mem_location(device_index))
+
+
+# --------------------------------------------------------------------------------------------------
+# CUDA graphs (stream capture). cuda.bindings 12.x and 13.x spell these alike: cuGraphInstantiate
+# takes (graph, flags) since 12.0.
+
+
+def begin_capture(stream_handle: Any) -> None:
+    """Start recording ``stream``'s work into a graph. Relaxed mode: allocation from the graph's
+    private pool may call the driver's allocator meanwhile (forbidden in the stricter modes)."""
+    cu = init()
+    call(cu.cuStreamBeginCapture, stream_handle,
+         cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED)
+
+
+def end_capture(stream_handle: Any) -> tuple[int, Any]:
+    """Stop recording; (CUresult, graph). Never raises: a failed capture still has to end."""
+    out = init().cuStreamEndCapture(stream_handle)
+    return int(out[0]), out[1]
+
+
+def instantiate_graph(graph: Any) -> Any:
+    """An executable graph of ``graph``."""
+    cu = init()
+    return call(cu.cuGraphInstantiate, graph, 0)
+
+
+def launch_graph(graph_exec: Any, stream_handle: Any) -> None:
+    (result,) = _cu.cuGraphLaunch(graph_exec, stream_handle)
+    if result:
+        raise_for(result, "cuGraphLaunch")
+
+
+def destroy_graph(graph: Any, executable: bool = False) -> None:
+    """Free a graph (``executable``: an instantiated one); quiet at interpreter exit or after a
+    lost context, so finalizers may call it."""
+    cu = _cu
+    if cu is None or graph is None or sys.is_finalizing() or _lost is not None:
+        return
+    try:
+        (cu.cuGraphExecDestroy if executable else cu.cuGraphDestroy)(graph)
+    except Exception:  # never raise from a finalizer
+        pass

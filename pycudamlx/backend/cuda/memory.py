@@ -80,6 +80,24 @@ _stats_lock = memstats.lock
 _auto_prefetch = _env.flag_or_default("PYCUDAMLX_AUTO_PREFETCH")
 
 
+class CaptureUnsupported(RuntimeError):
+    """Work that a CUDA graph cannot record (a host read or write of GPU memory, a host sync,
+    library state made for the first time): the capture is abandoned and the work runs as
+    plain launches (backend/cuda/graphs.py)."""
+
+
+#: The private pool of the CUDA-graph capture in progress (backend/cuda/graphs.py), or None.
+#: While set, every GPU allocation comes from it (the graph owns the addresses it bakes in),
+#: prefetches are skipped (a hint, and not capturable) and host access to GPU memory raises.
+capture_pool: Any = None
+
+
+def refuse_in_capture(what: str) -> None:
+    """Raise CaptureUnsupported when a capture is in progress (for work a graph cannot hold)."""
+    if capture_pool is not None:
+        raise CaptureUnsupported(f"{what} cannot be recorded into a CUDA graph")
+
+
 def set_auto_prefetch(enabled: bool) -> bool:
     """Turn automatic prefetching (and the copy fast paths) on or off; returns the old value."""
     global _auto_prefetch
@@ -158,7 +176,7 @@ class Buffer:
                  nbytes: int | None = None) -> None:
         """Migrate a managed buffer's pages (the whole block, or a range) to a device or the
         host, ordered on ``stream``. Device memory: nothing to do."""
-        if self.kind != MANAGED or not self.ptr:
+        if self.kind != MANAGED or not self.ptr or capture_pool is not None:
             return
         n = self.capacity - offset if nbytes is None else nbytes
         if n <= 0:
@@ -172,6 +190,8 @@ class Buffer:
 
     def wait_for_writes_on_host(self) -> None:
         """Block the host until the last GPU write to this buffer has finished."""
+        if capture_pool is not None:
+            refuse_in_capture("a host view of GPU memory")
         writer = self.last_write
         if writer is not None:
             writer.synchronize()
@@ -593,6 +613,8 @@ def allocate(nbytes: int, device: CudaDevice, kind: str = MANAGED,
     """
     if nbytes < 0:
         raise ValueError(f"cannot allocate a negative number of bytes ({nbytes})")
+    if capture_pool is not None:
+        return capture_pool.allocate(nbytes, device)
     # _block_size and _Pool.take inlined: this runs for every op's result
     if nbytes < _MiB:
         size = (nbytes + 511) & ~511 if nbytes else 512
@@ -816,6 +838,7 @@ def internal_zeroed(nbytes: int, stream: CudaStream) -> int:
     """The address of ``nbytes`` of device memory zeroed in ``stream``'s order, for the library's
     own bookkeeping on that stream (kernel arrival counters): outside the pool and the active
     count, as cuBLAS's workspace is in MLX; freed when the stream object is."""
+    refuse_in_capture("the first use of a stream's kernel counters")
     device = stream.device
     ptr = _driver_allocate(nbytes, device, DEVICE)
     call(driver.init().cuMemsetD8Async, ptr, 0, nbytes, stream.handle)
@@ -849,6 +872,7 @@ def copy_host_to_device(dst: Buffer, host: np.ndarray, stream: CudaStream,
     and return before the last chunk lands (``dst.last_write`` orders readers after it); small
     ones copy from the pageable array and wait.
     """
+    refuse_in_capture("a host-to-device copy")
     host = np.ascontiguousarray(host)
     if host.nbytes > dst.nbytes - dst_offset:
         raise ValueError(f"copy of {host.nbytes} bytes does not fit in a buffer of "
@@ -868,6 +892,7 @@ def copy_host_to_device(dst: Buffer, host: np.ndarray, stream: CudaStream,
 def copy_device_to_host(host: np.ndarray, src: Buffer, stream: CudaStream,
                         src_offset: int = 0) -> None:
     """Copy into a C-contiguous, writable numpy array; returns when the data is there."""
+    refuse_in_capture("a device-to-host copy")
     if not host.flags.c_contiguous or not host.flags.writeable:
         raise ValueError("copy_device_to_host needs a C-contiguous, writable numpy array")
     if host.nbytes > src.nbytes - src_offset:

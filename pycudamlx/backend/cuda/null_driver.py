@@ -24,6 +24,8 @@ import enum
 import itertools
 import logging
 import time
+from typing import Any
+
 import numpy as np
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,9 @@ class CUresult(enum.IntEnum):
     CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701
     CUDA_ERROR_LAUNCH_FAILED = 719
     CUDA_ERROR_NOT_SUPPORTED = 801
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900
+    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901
+    CUDA_ERROR_ILLEGAL_STATE = 401
     CUDA_ERROR_UNKNOWN = 999
 
 
@@ -100,6 +105,12 @@ class CUevent_flags(enum.IntEnum):
 class CUstream_flags(enum.IntEnum):
     CU_STREAM_DEFAULT = 0
     CU_STREAM_NON_BLOCKING = 1
+
+
+class CUstreamCaptureMode(enum.IntEnum):
+    CU_STREAM_CAPTURE_MODE_GLOBAL = 0
+    CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1
+    CU_STREAM_CAPTURE_MODE_RELAXED = 2
 
 
 class CUmemAttach_flags(enum.IntEnum):
@@ -206,6 +217,8 @@ _ERROR_TEXT = {
     500: "named symbol not found",
     600: "device not ready",
     700: "an illegal memory access was encountered",
+    900: "operation not permitted when stream is capturing",
+    901: "operation failed due to a previous error during capture",
 }
 
 _SUCCESS = 0
@@ -228,6 +241,7 @@ class NullDriver:
     CUfunction_attribute = CUfunction_attribute
     CUevent_flags = CUevent_flags
     CUstream_flags = CUstream_flags
+    CUstreamCaptureMode = CUstreamCaptureMode
     CUmemAttach_flags = CUmemAttach_flags
     CUmemLocationType = CUmemLocationType
     CUmem_advise = CUmem_advise
@@ -257,6 +271,10 @@ class NullDriver:
         self.modules: dict[int, int] = {}            # module handle -> image size
         self._timing_events: dict[int, float] = {}    # timing event -> host time of its record
         self.contexts_current = 0
+        #: stream -> the work recorded since cuStreamBeginCapture (None once invalidated)
+        self.capturing: dict[int, list | None] = {}
+        self.graphs: dict[int, list] = {}        # graph handle -> recorded work
+        self.graph_execs: dict[int, list] = {}   # executable graph handle -> recorded work
 
     # -- bookkeeping helpers (not driver functions) ------------------------------------------------
 
@@ -412,31 +430,43 @@ class NullDriver:
 
     def cuMemcpyHtoDAsync(self, dst: int, src: int, nbytes: int, stream: int) -> tuple[int]:
         self.calls["cuMemcpyHtoDAsync"] += 1
+        if stream in self.capturing:
+            return self._record(stream, lambda: _memmove(dst, src, nbytes))
         _memmove(dst, src, nbytes)
         return (_SUCCESS,)
 
     def cuMemcpyDtoHAsync(self, dst: int, src: int, nbytes: int, stream: int) -> tuple[int]:
         self.calls["cuMemcpyDtoHAsync"] += 1
+        if stream in self.capturing:
+            return self._record(stream, lambda: _memmove(dst, src, nbytes))
         _memmove(dst, src, nbytes)
         return (_SUCCESS,)
 
     def cuMemcpyDtoDAsync(self, dst: int, src: int, nbytes: int, stream: int) -> tuple[int]:
         self.calls["cuMemcpyDtoDAsync"] += 1
+        if stream in self.capturing:
+            return self._record(stream, lambda: _memmove(dst, src, nbytes))
         _memmove(dst, src, nbytes)
         return (_SUCCESS,)
 
     def cuMemsetD8Async(self, dst: int, value: int, count: int, stream: int) -> tuple[int]:
         self.calls["cuMemsetD8Async"] += 1
+        if stream in self.capturing:
+            return self._record(stream, lambda: _memset(dst, value, count))
         _memset(dst, value, count)
         return (_SUCCESS,)
 
     def cuMemsetD16Async(self, dst: int, value: int, count: int, stream: int) -> tuple[int]:
         self.calls["cuMemsetD16Async"] += 1
+        if stream in self.capturing:
+            return self._record(stream, lambda: ctypes.memmove(dst, (value & 0xFFFF).to_bytes(2, "little") * count, 2 * count))
         ctypes.memmove(dst, (value & 0xFFFF).to_bytes(2, "little") * count, 2 * count)
         return (_SUCCESS,)
 
     def cuMemsetD32Async(self, dst: int, value: int, count: int, stream: int) -> tuple[int]:
         self.calls["cuMemsetD32Async"] += 1
+        if stream in self.capturing:
+            return self._record(stream, lambda: ctypes.memmove(dst, (value & 0xFFFFFFFF).to_bytes(4, "little") * count, 4 * count))
         ctypes.memmove(dst, (value & 0xFFFFFFFF).to_bytes(4, "little") * count, 4 * count)
         return (_SUCCESS,)
 
@@ -444,6 +474,9 @@ class NullDriver:
     def cuMemPrefetchAsync(self, ptr: int, nbytes: int, location: CUmemLocation, flags: int,
                            stream: int) -> tuple[int]:
         self.calls["cuMemPrefetchAsync"] += 1
+        if stream in self.capturing:  # not capturable: invalidates the capture
+            self.capturing[stream] = None
+            return (CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,)
         return (_SUCCESS,)
 
     def cuMemAdvise(self, ptr: int, nbytes: int, advice: int,
@@ -477,6 +510,9 @@ class NullDriver:
 
     def cuStreamSynchronize(self, stream: int) -> tuple[int]:
         self.calls["cuStreamSynchronize"] += 1
+        if stream in self.capturing:
+            self.capturing[stream] = None
+            return (CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,)
         return (_SUCCESS,)
 
     def cuStreamWaitEvent(self, stream: int, event: int, flags: int) -> tuple[int]:
@@ -562,9 +598,74 @@ class NullDriver:
                        shared: int, stream: int, params: int, extra: int) -> tuple[int]:
         """Record the launch; run nothing (the hot path of a profile: keep it this small)."""
         self.calls["cuLaunchKernel"] += 1
+        entry = (self.function_names[f], (gx, gy, gz), (bx, by, bz))
+        if self.capturing and stream in self.capturing:
+            return self._record(stream, entry)
         self.launches += 1
-        self.launch_log.append((self.function_names[f], (gx, gy, gz), (bx, by, bz)))
+        self.launch_log.append(entry)
         return (_SUCCESS,)
+
+    # -- graphs (stream capture) -------------------------------------------------------------------
+
+    def _record(self, stream: int, work: Any) -> tuple[int]:
+        """Keep ``work`` (a launch entry, or a callable moving bytes) in the capture of
+        ``stream``: it runs at each cuGraphLaunch, not now."""
+        recorded = self.capturing[stream]
+        if recorded is None:
+            return (CUresult.CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,)
+        recorded.append(work)
+        return (_SUCCESS,)
+
+    def cuStreamBeginCapture(self, stream: int, mode: int) -> tuple[int]:
+        self.calls["cuStreamBeginCapture"] += 1
+        if stream in self.capturing:
+            return (CUresult.CUDA_ERROR_ILLEGAL_STATE,)
+        self.capturing[stream] = []
+        return (_SUCCESS,)
+
+    def cuStreamEndCapture(self, stream: int) -> tuple[int, int]:
+        self.calls["cuStreamEndCapture"] += 1
+        if stream not in self.capturing:
+            return (CUresult.CUDA_ERROR_ILLEGAL_STATE, 0)
+        recorded = self.capturing.pop(stream)
+        if recorded is None:
+            return (CUresult.CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, 0)
+        handle = self._new_handle()
+        self.graphs[handle] = recorded
+        return (_SUCCESS, handle)
+
+    def cuGraphInstantiate(self, graph: int, flags: int) -> tuple[int, int]:
+        self.calls["cuGraphInstantiate"] += 1
+        recorded = self.graphs.get(graph)
+        if recorded is None:
+            return (CUresult.CUDA_ERROR_INVALID_HANDLE, 0)
+        handle = self._new_handle()
+        self.graph_execs[handle] = list(recorded)
+        return (_SUCCESS, handle)
+
+    def cuGraphLaunch(self, graph_exec: int, stream: int) -> tuple[int]:
+        """Run the recorded work: copies and memsets move bytes, kernels are logged."""
+        self.calls["cuGraphLaunch"] += 1
+        recorded = self.graph_execs.get(graph_exec)
+        if recorded is None:
+            return (CUresult.CUDA_ERROR_INVALID_HANDLE,)
+        for work in recorded:
+            if callable(work):
+                work()
+            else:
+                self.launches += 1
+                self.launch_log.append(work)
+        return (_SUCCESS,)
+
+    def cuGraphDestroy(self, graph: int) -> tuple[int]:
+        self.calls["cuGraphDestroy"] += 1
+        return (_SUCCESS,) if self.graphs.pop(graph, None) is not None else (
+            CUresult.CUDA_ERROR_INVALID_HANDLE,)
+
+    def cuGraphExecDestroy(self, graph_exec: int) -> tuple[int]:
+        self.calls["cuGraphExecDestroy"] += 1
+        return (_SUCCESS,) if self.graph_execs.pop(graph_exec, None) is not None else (
+            CUresult.CUDA_ERROR_INVALID_HANDLE,)
 
     def __repr__(self) -> str:
         return (f"NullDriver({self.launches} launches, {len(self.blocks)} blocks, "
