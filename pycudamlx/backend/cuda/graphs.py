@@ -24,6 +24,7 @@ own non-blocking stream (capture cannot start on the legacy default stream).
 from __future__ import annotations
 
 import logging
+import threading
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -113,21 +114,22 @@ def capture(stream: CudaStream, pool: GraphPool, body: Callable[[], Any]) -> tup
     """Run ``body`` with ``stream``'s work recorded into a graph (not run) and its allocations
     from ``pool``; return (the executable graph, what ``body`` returned). Raises
     CaptureUnsupported when the body did something a graph cannot hold; nothing ran then."""
-    if memory.capture_pool is not None:
-        raise CaptureUnsupported("a capture inside a capture")
+    if memory.capture_pool is not None:  # one capture at a time (evaluation holds its lock)
+        raise CaptureUnsupported("a capture while another is in progress")
     driver.begin_capture(stream.handle)
+    memory.capture_thread = threading.get_ident()
     memory.capture_pool = pool
     try:
         result = body()
     except BaseException as exc:
-        memory.capture_pool = None
+        memory.capture_pool = memory.capture_thread = None
         code, graph = driver.end_capture(stream.handle)
         if code == 0:
             driver.destroy_graph(graph)
         if isinstance(exc, CaptureUnsupported) or not isinstance(exc, Exception):
             raise
         raise CaptureUnsupported(f"{type(exc).__name__}: {exc}") from exc
-    memory.capture_pool = None
+    memory.capture_pool = memory.capture_thread = None
     code, graph = driver.end_capture(stream.handle)
     if code:
         name, _ = driver._error_strings(code)

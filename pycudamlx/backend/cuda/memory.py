@@ -89,12 +89,21 @@ class CaptureUnsupported(RuntimeError):
 #: The private pool of the CUDA-graph capture in progress (backend/cuda/graphs.py), or None.
 #: While set, every GPU allocation comes from it (the graph owns the addresses it bakes in),
 #: prefetches are skipped (a hint, and not capturable) and host access to GPU memory raises.
+#: Only the capturing thread (``capture_thread``) is affected: other threads allocate and read
+#: as usual meanwhile (their work is not on the captured stream).
 capture_pool: Any = None
+capture_thread: int | None = None
+_get_ident = threading.get_ident
+
+
+def capturing() -> bool:
+    """Whether this thread is capturing a CUDA graph."""
+    return capture_pool is not None and capture_thread == _get_ident()
 
 
 def refuse_in_capture(what: str) -> None:
-    """Raise CaptureUnsupported when a capture is in progress (for work a graph cannot hold)."""
-    if capture_pool is not None:
+    """Raise CaptureUnsupported when this thread is capturing (for work a graph cannot hold)."""
+    if capture_pool is not None and capture_thread == _get_ident():
         raise CaptureUnsupported(f"{what} cannot be recorded into a CUDA graph")
 
 
@@ -176,7 +185,7 @@ class Buffer:
                  nbytes: int | None = None) -> None:
         """Migrate a managed buffer's pages (the whole block, or a range) to a device or the
         host, ordered on ``stream``. Device memory: nothing to do."""
-        if self.kind != MANAGED or not self.ptr or capture_pool is not None:
+        if self.kind != MANAGED or not self.ptr or (capture_pool is not None and capturing()):
             return
         n = self.capacity - offset if nbytes is None else nbytes
         if n <= 0:
@@ -613,7 +622,7 @@ def allocate(nbytes: int, device: CudaDevice, kind: str = MANAGED,
     """
     if nbytes < 0:
         raise ValueError(f"cannot allocate a negative number of bytes ({nbytes})")
-    if capture_pool is not None:
+    if capture_pool is not None and capture_thread == _get_ident():
         return capture_pool.allocate(nbytes, device)
     # _block_size and _Pool.take inlined: this runs for every op's result
     if nbytes < _MiB:
