@@ -29,7 +29,11 @@ def _strict_gpu(gpu_device, monkeypatch):
     monkeypatch.setattr(_env, "STRICT_GPU", True)
     monkeypatch.setattr(_compile_replay, "graphs_enabled", True)
     yield
+    _keep.clear()
     compiled_graph.release_all()
+
+
+_keep: list = []
 
 
 def _graph_prims() -> list:
@@ -39,6 +43,7 @@ def _graph_prims() -> list:
 def _run(fn, make_args, calls: int, graphs: bool, monkeypatch) -> list:
     monkeypatch.setattr(_compile_replay, "graphs_enabled", graphs)
     cf = mx.compile(fn)
+    _keep.append(cf)  # its graph goes with it: keep it until the test has looked
     results = []
     for i in range(calls):
         out = cf(*make_args(i))
@@ -135,6 +140,7 @@ def test_a_training_step_with_captured_state_matches_the_plain_replay(monkeypatc
             return loss
 
         step = mx.compile(step, inputs=state, outputs=state)
+        _keep.append(step)
         rng = np.random.default_rng(1)
         losses = []
         for _ in range(8):

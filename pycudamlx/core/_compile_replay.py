@@ -360,6 +360,7 @@ class _GraphPlan:
             values = [from_data(g, g.dtype) for g in inputs]
             _run_steps(rec, values)
             outs = [values[r] for r in targets]
+            del values  # the fusion planner fuses only what nothing else holds
             _ev.evaluate(outs)
             return [o._data for o in outs]
 

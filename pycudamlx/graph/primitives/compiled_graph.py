@@ -3,7 +3,8 @@
 One node stands for the whole trace: its inputs are a call's leaves (arguments, captured
 ``inputs``, fresh random keys), its outputs the trace's array results. The first evaluation on
 the GPU captures the trace into a CUDA graph (backend/cuda/graphs.py); every later one copies its
-inputs in and replays the graph with one launch. When a capture is refused (work a graph cannot
+inputs in and replays the graph with one launch. Before capturing it waits for the fused
+kernels the warm-up call asked for, so the graph holds them. When a capture is refused (work a graph cannot
 hold: a host read, a host primitive, cuFFT, ...), the trace runs as plain launches for the rest
 of the recording's life, and a debug log line says why.
 
@@ -23,6 +24,7 @@ from .. import primitive as _p
 log = logging.getLogger(__name__)
 
 _graphs = _p.cuda_modules("graphs")
+_fused = _p.cuda_modules("fused")
 
 MAX_GRAPHS = 64
 #: id -> weak reference of the primitives holding a captured graph, least recently used first.
@@ -74,6 +76,10 @@ class CompiledGraph(_p.Primitive):
             if self.refused is not None:
                 return self.build(list(inputs))
             graphs = _graphs()
+            # The warm-up call saw the trace's fusion groups first and started their builds in
+            # the background: wait for them once, so the graph holds the fused kernels (a
+            # graph captured meanwhile would keep the unfused ones for its whole life).
+            _fused().wait()
             try:
                 replay = graphs.Replay(stream, inputs, self.build, self.prepare)
             except graphs.CaptureUnsupported as exc:
