@@ -293,7 +293,7 @@ def replay(rec: Recording, leaves: list, state_tree: Any) -> Any:
     if plan:
         get = plan.call(values)
     else:
-        _run_steps(rec, values)
+        _run_steps(rec.steps, values)
         get = values.__getitem__
     outs = iter([get(r) if type(r) is int else r for r in rec.out_refs])
     result = _rebuild(rec.out_tree, outs)
@@ -302,10 +302,10 @@ def replay(rec: Recording, leaves: list, state_tree: Any) -> Any:
     return result
 
 
-def _run_steps(rec: Recording, values: list) -> None:
+def _run_steps(steps: list, values: list) -> None:
     """Append to ``values`` (the leaves, then the keys) the lazy node of each step."""
     get = values.__getitem__
-    for step in rec.steps:
+    for step in steps:
         kind = step[0]
         if kind == "node":
             _, prim, refs, shape, dtype, stream = step
@@ -353,12 +353,15 @@ class _GraphPlan:
             else:
                 specs.append((step[3], step[4]))
         self.specs = tuple(specs)
-        constants = [r for step in rec.steps if step[0] != "pick" for r in step[2]
+        # The closures hold the steps, not the recording: no reference cycle through the
+        # plan, so a graph's memory goes as soon as its compiled function does.
+        steps = rec.steps
+        constants = [r for step in steps if step[0] != "pick" for r in step[2]
                      if type(r) is not int]
 
         def build(inputs: list) -> list:
             values = [from_data(g, g.dtype) for g in inputs]
-            _run_steps(rec, values)
+            _run_steps(steps, values)
             outs = [values[r] for r in targets]
             del values  # the fusion planner fuses only what nothing else holds
             _ev.evaluate(outs)
@@ -372,7 +375,7 @@ class _GraphPlan:
             for c in constants:
                 _ev.to_gpu(c, cuda_stream)
 
-        label = f"a trace of {len(rec.steps)} steps"
+        label = f"a trace of {len(steps)} steps"
         self.prim = CompiledGraph(build, prepare, label)
 
     def call(self, values: list) -> Any:
