@@ -131,7 +131,7 @@ def upload(host: np.ndarray, dtype: dt.Dtype, stream: CudaStream) -> Any:
     shape = tuple(host.shape)
     # While a CUDA graph is captured the write is recorded, not run: the value goes to a block
     # of the graph's own pool (rewritten at each replay), never to the shared cache.
-    slot = _slot(device) if memory.capture_pool is None or not memory.capturing() else None
+    slot = None if memory.capturing() else _slot(device)
     if slot is None:  # the slabs are full: a pool block, still written in stream order
         buf = memory.allocate(len(raw), device, memory_kind(device), stream)
         write(buf.ptr, raw, stream)
