@@ -437,6 +437,50 @@ def test_a_chain_with_python_scalars_never_waits() -> None:
 
 
 @null_test
+def test_small_host_arrays_in_a_chain_never_wait() -> None:
+    """mx.array(host data) inside a batched chain (a per-call constant, a token list) goes up
+    through the pinned upload ring: no host wait for the pooled block's last GPU user."""
+    import pycudamlx.core as mx
+    from pycudamlx.backend.cuda import memory
+
+    x = mx.ones((8,), dtype=mx.uint32)
+    _evaluated(x)
+    n = memory.UPLOAD_RING_SLOTS * 2 + 3  # the ring wraps
+
+    def chain() -> Any:
+        y = x
+        for i in range(n):
+            y = y + mx.array(np.arange(8, dtype=np.uint32) + i)
+        return y
+
+    from pycudamlx.graph import fusion
+
+    fusion.enabled = False
+    try:
+        cu = _counted(chain)
+    finally:
+        fusion.enabled = True
+    assert cu.synchronizing_calls() <= 2, dict(cu.calls)
+    assert cu.calls["cuMemcpyHtoDAsync"] >= n
+
+
+@null_test
+def test_small_uploads_through_the_ring_keep_their_bytes() -> None:
+    import pycudamlx.core as mx
+    from pycudamlx.backend.cuda import memory
+    from pycudamlx.graph.evaluate import to_gpu
+
+    cuda_stream = mx.default_stream(mx.gpu).cuda_stream()
+    n = memory.UPLOAD_RING_SLOTS + 9  # the ring wraps
+    host = [np.arange(i, i + 7 + i % 5, dtype=np.float32) for i in range(n)]
+    uploaded = [to_gpu(mx.array(h), cuda_stream) for h in host]
+    for g, h in zip(uploaded, host):
+        np.testing.assert_array_equal(g.to_numpy(), h)
+    big = np.arange(memory.SMALL_UPLOAD_MAX // 4 + 1, dtype=np.float32)  # past the ring
+    np.testing.assert_array_equal(to_gpu(mx.array(big), cuda_stream).to_numpy(), big)
+
+
+@null_test
 def test_scalar_updates_in_place_do_not_wait() -> None:
     import pycudamlx.core as mx
 

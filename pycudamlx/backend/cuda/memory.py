@@ -75,6 +75,9 @@ SMALL_READ = 256 * 1024
 STAGE_MIN = 8 * _MiB
 STAGE_CHUNK = 64 * _MiB
 STAGE_BUFFERS = 2
+#: Host arrays up to this size reach the GPU through the pinned upload ring (``upload_small``).
+SMALL_UPLOAD_MAX = 64 << 10
+UPLOAD_RING_SLOTS = 64
 
 _stats_lock = memstats.lock
 _auto_prefetch = _env.flag_or_default("PYCUDAMLX_AUTO_PREFETCH")
@@ -743,6 +746,82 @@ class _Staging:
 
 
 _staging = _Staging()
+
+
+class _UploadRing:
+    """Pinned slots for small host-to-device copies (``mx.array(list)`` in a loop, a constant
+    array the library builds per call): the host writes a slot, the copy is queued on the
+    stream, and the slot's event says when it may be written again. So an upload in a batched
+    chain never waits for the GPU to drain, only, when all UPLOAD_RING_SLOTS slots are in
+    flight, for the copy queued that many uploads ago. One cuMemHostAlloc, made on first use."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.slots: list[_Stage] = []
+        self.next = 0
+
+    def copy(self, dst_ptr: int, src: np.ndarray, stream: CudaStream) -> None:
+        """Queue the copy of 1-D uint8 ``src`` (at most SMALL_UPLOAD_MAX bytes) to ``dst_ptr``."""
+        n = src.shape[0]
+        with self.lock:
+            if not self.slots:
+                self._make()
+            st = self.slots[self.next]
+            self.next = (self.next + 1) % UPLOAD_RING_SLOTS
+            if st.event is not None and not st.event.query():
+                st.event.synchronize()  # all slots in flight: wait for the oldest copy only
+            st.event = None
+            st.view[:n] = src
+            call(driver.init().cuMemcpyHtoDAsync, dst_ptr, st.ptr, n, stream.handle)
+            st.event = stream.record()
+
+    def _make(self) -> None:
+        import ctypes
+
+        total = SMALL_UPLOAD_MAX * UPLOAD_RING_SLOTS
+        ptr = int(call(driver.init().cuMemHostAlloc, total, 0x01))  # CU_MEMHOSTALLOC_PORTABLE
+        view = np.ctypeslib.as_array((ctypes.c_uint8 * total).from_address(ptr))
+        self.slots = [_Stage(ptr + i * SMALL_UPLOAD_MAX,
+                             view[i * SMALL_UPLOAD_MAX:(i + 1) * SMALL_UPLOAD_MAX])
+                      for i in range(UPLOAD_RING_SLOTS)]
+        self.next = 0
+        with _stats_lock:
+            stats.pinned_bytes += total
+
+    def release(self) -> None:
+        with self.lock:
+            slots, self.slots = self.slots, []
+            if not slots:
+                return
+            for st in slots:
+                try:
+                    st.drain()
+                except Exception:
+                    pass
+            try:
+                driver.init().cuMemFreeHost(slots[0].ptr)
+            except Exception:
+                pass
+            with _stats_lock:
+                stats.pinned_bytes -= SMALL_UPLOAD_MAX * UPLOAD_RING_SLOTS
+
+
+_upload_ring = _UploadRing()
+
+
+def upload_small(host: np.ndarray, device: CudaDevice, kind: str, stream: CudaStream) -> Buffer:
+    """A buffer holding C-contiguous ``host`` (at most SMALL_UPLOAD_MAX bytes), written in
+    ``stream``'s order through the pinned upload ring: the pooled block is reused after its last
+    user on the GPU (an event, not a host wait), and managed pages are never written from the
+    host (which would move them there and back)."""
+    refuse_in_capture("a host-to-device copy")
+    nbytes = host.nbytes
+    buf = allocate(nbytes, device, kind, stream)
+    if nbytes:
+        _upload_ring.copy(buf.ptr, host.reshape(-1).view(np.uint8), stream)
+    buf.last_write = stream
+    buf.set_location(device.index)
+    return buf
 _copy_pool: Any = None
 _copy_pool_lock = threading.Lock()
 
@@ -835,8 +914,9 @@ def _drain_to_host(dst: np.ndarray, st: _Stage, off: int, m: int) -> None:
 
 
 def release_staging() -> None:
-    """Free the pinned staging buffers (they are made again by the next large copy)."""
+    """Free the pinned staging buffers and the upload ring (made again on their next use)."""
     _staging.release()
+    _upload_ring.release()
 
 
 # ------------------------------------------------------------------------------------------------
