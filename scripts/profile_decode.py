@@ -1,12 +1,18 @@
-"""Where a decode token's host time goes: benchmarks/model.py's llama model on the null driver.
+"""Where a decode token's time goes: benchmarks/model.py's llama model, token by token.
 
-Runs mlx-lm's generate loop (benchmarks/model.py) for ``--tokens`` tokens on the null CUDA
-driver (backend/cuda/null_driver.py: the whole GPU code path, no kernel runs), so the figures
-are pycudamlx's host cost alone, on any machine. Prints microseconds per token spent building
-the graph (the model call) and evaluating it (``async_eval``), launches and driver calls per
-token, then the functions with the most own time under cProfile.
+By default it runs on the null CUDA driver (backend/cuda/null_driver.py: the whole GPU code
+path, no kernel runs), so the figures are pycudamlx's host cost alone, on any machine. It
+prints microseconds per token spent building the graph (the model call) and evaluating it
+(``async_eval``), launches and driver calls per token, then the functions with the most own
+time under cProfile.
+
+With ``--gpu`` it runs on the real GPU instead and also reports how long ``.item()`` waits for
+the GPU, so a token's wall time splits into host work and waiting. ``--kernels`` then records
+the GPU's kernels with torch's profiler (CUPTI sees every kernel of the process, ours too) and
+prints GPU microseconds per token by kernel: whether decode is host- or GPU-bound, and where.
 
     python scripts/profile_decode.py [--shape 150m] [--tokens 32] [--q4] [--top 30]
+    python scripts/profile_decode.py --gpu --kernels --shape 1b
 """
 
 from __future__ import annotations
@@ -37,23 +43,33 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--callers", metavar="REGEX", help="also print who calls these functions")
     parser.add_argument("--dump", type=Path, help="write the cProfile stats here")
+    parser.add_argument("--gpu", action="store_true", help="run on the real GPU, not the null driver")
+    parser.add_argument("--kernels", action="store_true",
+                        help="with --gpu: GPU time per token by kernel (needs torch)")
+    parser.add_argument("--backend", choices=("pycudamlx", "mlx"), default="pycudamlx",
+                        help="mlx: MLX's CUDA build, the same model and loop (implies --gpu)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    os.environ["PYCUDAMLX_NULL_DRIVER"] = "1"
+    args.gpu = args.gpu or args.backend == "mlx"
+    if not args.gpu:
+        os.environ["PYCUDAMLX_NULL_DRIVER"] = "1"
 
     import numpy as np
 
     import model as bench_model
-    from pycudamlx.backend.cuda import driver
 
-    runner = bench_model.Runner("pycudamlx", "gpu")
+    runner = bench_model.Runner(args.backend, "gpu")
     mx = runner.mx
     margs = bench_model.model_args(args.shape, False)
     net = runner.build(margs, "bfloat16", 0, 4 if args.q4 else None)
     prompt = mx.array(np.arange(16, dtype=np.uint32) % margs.vocab_size)
     cache = net.make_cache()
     stream = runner._generation_stream()
-    cu = driver.null_driver()
+    if args.gpu:
+        cu = None
+    else:
+        from pycudamlx.backend.cuda import driver
+        cu = driver.null_driver()
 
     def step(y):
         with mx.stream(stream):
@@ -67,8 +83,9 @@ def main() -> int:
         y = step(y)
         mx.eval(y)
         y.item()
-    build = evaluate = 0.0
-    before = collections.Counter(dict(cu.calls))
+    build = evaluate = wait = 0.0
+    before = collections.Counter(dict(cu.calls)) if cu else None
+    start = time.perf_counter()
     for _ in range(args.tokens):
         t0 = time.perf_counter()
         nxt = step(y)
@@ -78,14 +95,21 @@ def main() -> int:
         nxt.item()
         build += t1 - t0
         evaluate += t2 - t1
+        wait += time.perf_counter() - t2
         y = nxt
-    calls = collections.Counter(dict(cu.calls)) - before
     n = args.tokens
-    log.info("%s%s: %.0f us/token building, %.0f us evaluating; %.0f launches/token",
-             args.shape, " q4" if args.q4 else "", build / n * 1e6, evaluate / n * 1e6,
-             calls["cuLaunchKernel"] / n)
-    log.info("driver calls per token: %s", ", ".join(
-        f"{k} {v / n:.1f}" for k, v in calls.most_common(12)))
+    wall = time.perf_counter() - start
+    label = f"{args.backend} {args.shape}" + (" q4" if args.q4 else "")
+    log.info("%s: %.0f us/token building, %.0f us evaluating, %.0f us waiting on .item(); "
+             "wall %.0f us/token (%.1f tok/s, one token in flight at a time)", label,
+             build / n * 1e6, evaluate / n * 1e6, wait / n * 1e6, wall / n * 1e6, n / wall)
+    if cu is not None:
+        calls = collections.Counter(dict(cu.calls)) - before
+        log.info("%s: %.0f launches/token; driver calls per token: %s", label,
+                 calls["cuLaunchKernel"] / n,
+                 ", ".join(f"{k} {v / n:.1f}" for k, v in calls.most_common(12)))
+    if args.kernels:
+        _kernel_table(step, y, n, args.top)
 
     prof = cProfile.Profile()
     prof.enable()
@@ -103,6 +127,31 @@ def main() -> int:
         stats.print_callers(args.callers)
     log.info("%s", out.getvalue())
     return 0
+
+
+def _kernel_table(step, y, n: int, top: int) -> None:
+    """GPU microseconds per token by kernel name, over ``n`` tokens under torch's profiler."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.init()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            y = step(y)
+            y.item()
+    totals: collections.Counter = collections.Counter()
+    counts: collections.Counter = collections.Counter()
+    for ev in prof.events():
+        if ev.device_type.name != "CUDA":
+            continue
+        name = ev.name if len(ev.name) < 70 else ev.name[:67] + "..."
+        totals[name] += ev.device_time
+        counts[name] += 1
+    gpu = sum(totals.values())
+    log.info("GPU busy %.0f us/token in %d kernels/copies per token", gpu / n,
+             sum(counts.values()) // max(n, 1))
+    for name, us in totals.most_common(top):
+        log.info("%9.1f us/token %6.1f per token  %s", us / n, counts[name] / n, name)
 
 
 if __name__ == "__main__":
