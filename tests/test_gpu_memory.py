@@ -261,6 +261,23 @@ def test_residency_host_gpu_host_gpu(managed):
         assert _buf(w2).location == dev and spy.of(w2, None) == []
 
 
+def test_reading_a_small_result_with_item_leaves_its_pages_on_the_device(managed):
+    """A decode loop reads each token with .item(): a host view of the small block would move
+    its page to the host and the next token's kernel would fault it back."""
+    dev = managed.index
+    with mx.stream(mx.gpu):
+        logits = mx.array(_rand(1001))
+        tok = mx.argmax(logits + 1.0)
+        _gpu_eval(tok)
+        assert _buf(tok).capacity < memory.PREFETCH_MIN and _buf(tok).location == dev
+        copies = memory.stats.host_copies
+        assert tok.item() == int(np.argmax(_rand(1001)))
+        assert memory.stats.host_copies == copies + 1  # a device-to-host copy, not a view
+        assert _buf(tok).location == dev and not _buf(tok).exported
+        assert mx.add(tok, 1).item() == tok.item() + 1
+        assert tok.tolist() == tok.item()
+
+
 def test_a_loop_of_small_ops_on_resident_data_issues_no_prefetch(managed):
     with mx.stream(mx.gpu):
         x = mx.array(_rand(1024))

@@ -41,11 +41,12 @@ _CONSTANT_BYTES = frozenset((1, 2, 4, 8))
 
 
 def to_numpy(a: Any) -> np.ndarray:
-    """The evaluated data of ``a`` as numpy (a zero-copy view of managed memory where possible)."""
+    """The evaluated data of ``a`` as numpy, to read (a zero-copy view of managed memory where
+    that leaves the pages where they are; small reads from the GPU are copies)."""
     data = a._data
     if isinstance(data, np.ndarray):
         return data
-    return data.to_numpy()
+    return data.to_numpy(view=False)
 
 
 def to_gpu(a: Any, cuda_stream: Any) -> Any:

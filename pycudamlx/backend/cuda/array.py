@@ -106,14 +106,19 @@ class GpuArray:
                 lo += stride * (extent - 1)
         return lo, hi
 
-    def to_numpy(self, copy: bool = False) -> np.ndarray:
+    def to_numpy(self, copy: bool = False, view: bool = True) -> np.ndarray:
         """A numpy array of this view: zero-copy for managed memory, a copy for device memory.
 
-        ``copy=True`` asks for an array of our own (``np.array(x)``). Managed pages that are on
-        a device are not pulled over by page faults (2-4 GB/s): a copy, or a small read of a
-        large block, is a device-to-host copy that leaves them there; a view of 2 MiB or more
-        prefetches the range to the host first (11-16 GB/s). With automatic prefetch off, a
-        managed buffer is always read through a host view (the fault path).
+        ``copy=True`` asks for an array of our own (``np.array(x)``). ``view=False`` says the
+        caller only reads the values (``.item()``, ``tolist()``, a host fallback's inputs), so
+        any small read is a copy. Managed pages that are on a device are not pulled over by
+        page faults (2-4 GB/s): a copy, or a small read of a large block (or any small read with
+        ``view=False``), is a device-to-host copy that leaves them there. A host view of a small
+        block would move its page to the host, and the next kernel that touches it would fault
+        it back (~60-190 us of GPU time per token in a decode loop reading its token with
+        ``.item()``). A view of 2 MiB or more prefetches the range to the host first (11-16
+        GB/s). With automatic prefetch off, a managed buffer is always read through a host view
+        (the fault path).
         """
         np_dtype = self.dtype.np_dtype
         itemsize = self.dtype.size
@@ -126,7 +131,8 @@ class GpuArray:
                     and memory._auto_prefetch):
                 lo, hi = self._span()
                 span = (hi - lo + 1) * itemsize
-                if copy or (span < memory.SMALL_READ and buf.capacity >= memory.PREFETCH_MIN):
+                if copy or (span < memory.SMALL_READ
+                            and (not view or buf.capacity >= memory.PREFETCH_MIN)):
                     return self._copied(lo, hi, copy)
                 if span >= memory.PREFETCH_MIN:
                     memory.prefetch_to_host(buf, lo * itemsize, span)
