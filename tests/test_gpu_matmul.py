@@ -30,6 +30,7 @@ def _strict_gpu(gpu_device, monkeypatch):
 
 @pytest.fixture(params=PATHS)
 def path(request, gpu_device, monkeypatch):
+    monkeypatch.setattr(gemm, "GEMV", False)  # few-row products: tests/test_gpu_gemv.py
     if request.param == "cublas":
         monkeypatch.delenv("PYCUDAMLX_DISABLE_CUBLAS", raising=False)
         if not cublas.available():

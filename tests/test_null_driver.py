@@ -280,6 +280,17 @@ def test_matmul_takes_the_nvrtc_gemm() -> None:
     assert any("gemm" in name for name in cu.launched_kernels()), cu.launched_kernels()
 
 
+@null_test
+def test_a_decode_step_linear_is_one_gemv_launch() -> None:
+    import pycudamlx.core as mx
+
+    x, w = mx.ones((1, 1, 2048), dtype=mx.bfloat16), mx.ones((8192, 2048), dtype=mx.bfloat16)
+    _evaluated(x, w)
+    cu = _counted(lambda: x @ w.T)
+    names = cu.launched_kernels()  # mangled: _Z6gemv_tI13__nv_bfloat16Li2EE...
+    assert sum(names.values()) == 1 and all("gemv_t" in n for n in names), names
+
+
 # --------------------------------------------------------------------------------------------------
 # What a chain of ops asks of the driver
 

@@ -8,6 +8,9 @@ operands allow; what stays beyond one batch dimension is looped here (rare: broa
 - cuBLAS (``cublas.py``) when it is installed and the dtype is a floating one: the row-major
   product is cuBLAS's column-major ``C^T = B^T A^T``; a plain or transposed view is passed with
   its leading dimension (no copy); any other layout is copied to contiguous first.
+- a product of at most GEMV_MAX_ROWS rows by a transposed weight (``x @ W.T``, nn.Linear in a
+  decode step) of float16/bfloat16/float32 in 16-byte aligned rows: ``kernels/gemv.cu``, one
+  launch (cuBLAS's host time per call is several launches', and decode is bound by the host).
 - otherwise the NVRTC GEMM (``kernels/gemm.cu``), which reads any strided view in place:
   tensor cores (mma.sync) for float16/bfloat16 and TF32 float32 on sm_80+, a tiled FMA kernel
   for the rest (float64, complex64, integers, sm_70, float32 with TF32 off).
@@ -36,8 +39,16 @@ _INT32_MAX = 2**31 - 1
 
 #: Tests set this to run the FMA kernel where the tensor-core one would be picked.
 FORCE_FMA = False
+#: Tests clear this to keep few-row products on the path they test (cuBLAS, the NVRTC GEMM).
+GEMV = True
+#: gemv.cu's MAX_ROWS: products with more rows of x go to cuBLAS or the NVRTC GEMM.
+GEMV_MAX_ROWS = 8
+_GEMV_WARPS = 8
+#: Two output columns per warp from this width on (each lane's x values serve both; as qmv.cu).
+_GEMV_TWO_COLUMNS_FROM = 2048
 
 _plans: dict[tuple, tuple] = {}
+_gemv_plans: dict[tuple, Any] = {}
 _kernels: dict[tuple, tuple] = {}
 _MAX_PLANS = 4096
 
@@ -113,6 +124,9 @@ def run(a: Any, b: Any, out: Any, alpha: float, beta: float, stream: CudaStream,
         if beta == 0.0 and out.size:
             elementwise.fill(out, bytes(out.dtype.size), stream)
         return
+    if (m <= GEMV_MAX_ROWS and alpha == 1.0 and beta == 0.0 and GEMV and not force_fallback
+            and _gemv(a, b, out, stream)):
+        return
     cub = not force_fallback and use_cublas(out.dtype) and max(m, n, k) <= _INT32_MAX
     key = (a.shape, a.strides, b.shape, b.strides, shape, out.strides, cub)
     plan = _plans.get(key)
@@ -138,6 +152,54 @@ def run(a: Any, b: Any, out: Any, alpha: float, beta: float, stream: CudaStream,
             _fallback_call(a, b, out.dtype, pa + oa * isz, pb + ob * isz, pc + oc * isz, m, n,
                            k, sa, sb, inner, alpha, beta, stream, force_fma)
     _record_write(out, stream)
+
+
+def _gemv(a: Any, b: Any, out: Any, stream: CudaStream) -> bool:
+    """out = a @ b through gemv.cu where it applies (see _gemv_plan); False where it does not."""
+    key = (a.shape, a.strides, b.shape, b.strides, out.dtype, stream.device.index)
+    plan = _gemv_plans.get(key)
+    if plan is None:
+        if len(_gemv_plans) >= _MAX_PLANS:
+            _gemv_plans.clear()
+        plan = _gemv_plans[key] = _gemv_plan(a.shape, a.strides, b.shape, b.strides, out.shape,
+                                             out.dtype, stream)
+    if plan is False:
+        return False
+    pa, pb = _ptr(a), _ptr(b)
+    if (pa | pb) & 15:  # the kernel reads both 16 bytes at a time
+        return False
+    kernel, grid, m, n, k, ldx, ldw = plan
+    kernel(grid, 32 * _GEMV_WARPS, stream, pa, pb, _ptr(out), m, n, k, ldx, ldw)
+    _record_write(out, stream)
+    return True
+
+
+def _gemv_plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[int, ...],
+               b_strides: tuple[int, ...], shape: tuple[int, ...], dtype: dt.Dtype,
+               stream: CudaStream) -> Any:
+    """(kernel, grid, m, n, k, ldx, ldw) when gemv.cu computes this product, else False: a
+    float16/bfloat16/float32 product with no batch (all batch extents 1), at most GEMV_MAX_ROWS
+    rows of ``a`` with unit column stride, ``b`` the transpose of a row-major (N, K) weight, K
+    and both row strides whole 16-byte vectors."""
+    if dtype.name not in registry.GEMV_DTYPES:
+        return False
+    m, n, k = shape[-2], shape[-1], a_shape[-1]
+    if m * n * k == 0 or m > GEMV_MAX_ROWS:
+        return False
+    for e in shape[:-2]:
+        if e != 1:
+            return False
+    vn = 16 // dtype.size
+    ldx = a_strides[-2] if m > 1 else k
+    ldw = b_strides[-1] if n > 1 else k
+    if (a_strides[-1] != 1 or b_strides[-2] != 1 or k % vn or ldx % vn or ldw % vn
+            or ldx < k or ldw < k):
+        return False
+    columns = 2 if n >= _GEMV_TWO_COLUMNS_FROM else 1
+    mod = compiler.module_for(registry.gemv_module, (dtype.name,), stream.device)
+    warps = -(-n // columns)
+    return (mod[registry.gemv_expression(dtype.name, columns)], -(-warps // _GEMV_WARPS),
+            m, n, k, ldx, ldw)
 
 
 def _plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[int, ...],

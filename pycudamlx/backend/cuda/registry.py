@@ -716,9 +716,27 @@ def qmv_module(dtype: str) -> ModuleSpec:
     return ModuleSpec(f"qmv.{dtype}", "qmv", _program("qmv.cu"), kernels, (dtype,))
 
 
+#: Dense products of a few rows against transposed weights (gemv.cu): dtypes, columns per warp.
+GEMV_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32")
+GEMV_COLUMNS: tuple[int, ...] = (1, 2)
+_GEMV_SIG = ("ptr",) * 3 + ("i32", "i64", "i64", "i64", "i64")
+
+
+def gemv_expression(dtype: str, columns: int) -> str:
+    return f"gemv_t<{_ctype(dtype)}, {columns}>"
+
+
+@functools.lru_cache(maxsize=None)
+def gemv_module(dtype: str) -> ModuleSpec:
+    """matmul of at most 8 rows by a transposed weight (x @ W.T, W (N, K)): decode's GEMMs."""
+    kernels = tuple(KernelSpec(gemv_expression(dtype, c), _GEMV_SIG) for c in GEMV_COLUMNS)
+    return ModuleSpec(f"gemv.{dtype}", "gemv", _program("gemv.cu"), kernels, (dtype,))
+
+
 def fast_modules(dtypes: Sequence[str]) -> list[ModuleSpec]:
     modules = [f(d) for d in dtypes if d in FAST_DTYPES for f in (fast_norm_module, sdpa_module)]
     modules += [qmv_module(d) for d in dtypes if d in QMV_DTYPES]
+    modules += [gemv_module(d) for d in dtypes if d in GEMV_DTYPES]
     modules += [sdpa_mma_module(d, hd) for d in dtypes if d in SDPA_MMA_DTYPES
                 for hd in SDPA_TILED_DIMS]
     return modules
