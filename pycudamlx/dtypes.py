@@ -16,12 +16,9 @@ import operator
 import sys
 from typing import Any
 
-# ml_dtypes is most of ``import pycudamlx.core`` (~1.8 s of ~2.5 s on a 2-core machine, its C
-# extension's init; docs/install.md). A lazy import would leave bfloat16's ``np_dtype`` slot
-# unset and fill it in a Dtype.__getattr__ (no cost for other dtypes), hard-code bfloat16's
-# finfo, register its numpy dtype in _NUMPY_TO_DTYPE on first use (and whenever a caller
-# hands us an ml_dtypes array), and make optable's _BF16 and interop's import lazy too.
-import ml_dtypes
+# ml_dtypes (numpy's bfloat16) is imported only when something needs numpy's bfloat16: its C
+# extension's init was most of ``import pycudamlx.core`` (~0.5 s of ~0.7 s on a 2-core machine,
+# docs/install.md). See ``_load_bfloat16`` and ``Dtype.np_dtype``.
 import numpy as np
 
 __all__ = [
@@ -115,7 +112,8 @@ class Dtype:
 
     Internal, for the rest of pycudamlx:
         name:      ``"float32"``; ``"bool"`` for ``bool_`` (the name MLX prints).
-        np_dtype:  the numpy dtype of host buffers (``ml_dtypes.bfloat16`` for bfloat16).
+        np_dtype:  the numpy dtype of host buffers (``ml_dtypes.bfloat16`` for bfloat16: the
+                   first read imports ml_dtypes).
         c_type:    the CUDA C++ element type in kernels (``float``, ``__half``, ``complex64_t``).
         kind:      ``'b'`` bool, ``'u'`` unsigned, ``'i'`` signed, ``'f'`` floating, ``'c'``
                    complex.
@@ -128,11 +126,13 @@ class Dtype:
     return the same singleton, so arrays' metadata can cross processes.
     """
 
-    __slots__ = ("size", "name", "np_dtype", "c_type", "kind", "index", "_module_attr")
+    # np_dtype is a property over the _np_dtype slot, which bfloat16 leaves unset until ml_dtypes
+    # is imported. (A Dtype.__getattr__ for the unset slot would make every attribute read of
+    # every Dtype unspecialised on Python 3.11, ~18 ns each, 3 of them per elementwise op.)
+    __slots__ = ("size", "name", "_np_dtype", "c_type", "kind", "index", "_module_attr")
 
     size: int
     name: str
-    np_dtype: np.dtype
     c_type: str
     kind: str
     index: int
@@ -157,13 +157,22 @@ class Dtype:
             ("index", index),
             ("name", name),
             ("size", size),
-            ("np_dtype", np.dtype(np_dtype)),
             ("c_type", c_type),
             ("kind", kind),
             ("_module_attr", module_attr),
         ):
             object.__setattr__(self, slot, value)
+        if np_dtype is not None:  # None: bfloat16, filled by _load_bfloat16
+            object.__setattr__(self, "_np_dtype", np.dtype(np_dtype))
         return self
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        """The numpy dtype of host buffers; bfloat16's first read imports ml_dtypes."""
+        try:
+            return self._np_dtype
+        except AttributeError:  # only bfloat16's slot is ever unset
+            return _load_bfloat16()
 
     def __setattr__(self, attr: str, value: object) -> None:
         if attr == "size":
@@ -215,7 +224,7 @@ int64 = Dtype._make(8, "int64", 8, np.int64, "int64_t", "i", "int64")
 float16 = Dtype._make(9, "float16", 2, np.float16, "__half", "f", "float16")
 float32 = Dtype._make(10, "float32", 4, np.float32, "float", "f", "float32")
 float64 = Dtype._make(11, "float64", 8, np.float64, "double", "f", "float64")
-bfloat16 = Dtype._make(12, "bfloat16", 2, ml_dtypes.bfloat16, "__nv_bfloat16", "f", "bfloat16")
+bfloat16 = Dtype._make(12, "bfloat16", 2, None, "__nv_bfloat16", "f", "bfloat16")
 complex64 = Dtype._make(13, "complex64", 8, np.complex64, "complex64_t", "c", "complex64")
 
 #: Every dtype, ``ALL_DTYPES[d.index] is d``.
@@ -483,15 +492,21 @@ def isdtype(dtype: Dtype, kind: Dtype | str | tuple[Dtype | str, ...]) -> bool:
 
 
 def _float_limits(np_type: Any) -> tuple[int, float, float, float]:
-    info = ml_dtypes.finfo(np_type) if np_type is ml_dtypes.bfloat16 else np.finfo(np_type)
+    info = np.finfo(np_type)
     return int(info.bits), float(info.eps), float(info.max), float(info.smallest_normal)
+
+
+# bfloat16's limits, exactly: 8 exponent bits as float32's, 7 explicit mantissa bits. Written
+# out so that mx.finfo(mx.bfloat16) needs no ml_dtypes; tests/test_dtypes.py compares them with
+# MLX's, tests/test_lazy_ml_dtypes.py with ml_dtypes.finfo.
+_BFLOAT16_LIMITS = (16, 2.0**-7, (2.0 - 2.0**-7) * 2.0**127, 2.0**-126)
 
 
 # dtype.index -> (dtype reported by finfo, bits, eps, max, smallest_normal); complex64 reports
 # its float32 components, as MLX does.
 _FINFO_DATA: dict[int, tuple[Dtype, int, float, float, float]] = {
     float16.index: (float16, *_float_limits(np.float16)),
-    bfloat16.index: (bfloat16, *_float_limits(ml_dtypes.bfloat16)),
+    bfloat16.index: (bfloat16, *_BFLOAT16_LIMITS),
     float32.index: (float32, *_float_limits(np.float32)),
     float64.index: (float64, *_float_limits(np.float64)),
     complex64.index: (float32, *_float_limits(np.float32)),
@@ -605,18 +620,57 @@ class iinfo:  # noqa: N801 - MLX's name
 _NATIVE_BYTEORDER = "<" if sys.byteorder == "little" else ">"
 
 # numpy dtype -> the MLX dtype ``mx.array`` gives it: float64 -> float32, complex128 -> complex64.
-_NUMPY_TO_DTYPE: dict[np.dtype, Dtype] = {dtype.np_dtype: dtype for dtype in ALL_DTYPES}
+# bfloat16's numpy dtype joins this table and the next in _load_bfloat16.
+_NUMPY_TO_DTYPE: dict[np.dtype, Dtype] = {
+    dtype.np_dtype: dtype for dtype in ALL_DTYPES if dtype is not bfloat16}
 _NUMPY_TO_DTYPE[np.dtype(np.float64)] = float32
 _NUMPY_TO_DTYPE[np.dtype(np.complex128)] = complex64
 
 # numpy dtype -> the Dtype with exactly that numpy dtype (the inverse of Dtype.np_dtype).
-_NUMPY_EXACT_TO_DTYPE: dict[np.dtype, Dtype] = {dtype.np_dtype: dtype for dtype in ALL_DTYPES}
+_NUMPY_EXACT_TO_DTYPE: dict[np.dtype, Dtype] = {
+    dtype.np_dtype: dtype for dtype in ALL_DTYPES if dtype is not bfloat16}
 
 # numpy dtypes that MLX's bindings accept as a buffer (nanobind's ndarray caster): bfloat16 is
 # not one (numpy cannot export it through the buffer protocol).
-_BUFFER_NUMPY_DTYPES: frozenset[np.dtype] = frozenset(_NUMPY_TO_DTYPE) - {
-    np.dtype(ml_dtypes.bfloat16)
-}
+_BUFFER_NUMPY_DTYPES: frozenset[np.dtype] = frozenset(_NUMPY_TO_DTYPE)
+
+# Called with numpy's bfloat16 dtype once ml_dtypes is imported (see on_bfloat16_loaded).
+_BFLOAT16_LISTENERS: list[Any] = []
+
+
+def _load_bfloat16() -> np.dtype:
+    """Import ml_dtypes (~0.5 s: its extension registers numpy's bfloat16 and many ufunc loops)
+    and give bfloat16 its numpy dtype: the ``np_dtype`` slot, the numpy-to-Dtype tables, and
+    every on_bfloat16_loaded listener. Runs on bfloat16's first ``np_dtype`` read, or when a
+    caller hands us a numpy dtype we do not know while ml_dtypes is imported (their array may be
+    bfloat16). Idempotent, so two threads may both run it."""
+    import ml_dtypes
+
+    np_bf16 = np.dtype(ml_dtypes.bfloat16)
+    if getattr(bfloat16, "_np_dtype", None) is not np_bf16:
+        _NUMPY_TO_DTYPE[np_bf16] = bfloat16
+        _NUMPY_EXACT_TO_DTYPE[np_bf16] = bfloat16
+        object.__setattr__(bfloat16, "_np_dtype", np_bf16)
+        for listener in tuple(_BFLOAT16_LISTENERS):
+            listener(np_bf16)
+    return np_bf16
+
+
+def _bfloat16_pending() -> bool:
+    """ml_dtypes is imported (so a caller's numpy dtype may be its bfloat16) and _load_bfloat16
+    has not run yet. A caller's array can be bfloat16 only once ml_dtypes is imported: we never
+    import it just to answer "not bfloat16"."""
+    return "ml_dtypes" in sys.modules and not hasattr(bfloat16, "_np_dtype")
+
+
+def on_bfloat16_loaded(listener: Any) -> None:
+    """Call ``listener(numpy_bfloat16_dtype)`` when bfloat16 gets its numpy dtype: now if
+    _load_bfloat16 has run, else from it. For modules that keep numpy's bfloat16 in a set or a
+    table built at import: no bfloat16 numpy array reaches pycudamlx's code before that."""
+    _BFLOAT16_LISTENERS.append(listener)
+    np_bf16 = getattr(bfloat16, "_np_dtype", None)
+    if np_bf16 is not None:
+        listener(np_bf16)
 
 # buffer-protocol format codes MLX accepts from non-numpy objects (bytes, array.array ...).
 _BUFFER_FORMAT_TO_DTYPE: dict[str, Dtype] = {
@@ -646,6 +700,9 @@ def dtype_from_numpy(np_dtype: Any) -> Dtype:
     except TypeError as exc:
         raise _bad_cast(f"{np_dtype!r} is not a numpy dtype") from exc
     dtype = _NUMPY_TO_DTYPE.get(normalised)
+    if dtype is None and _bfloat16_pending():
+        _load_bfloat16()
+        dtype = _NUMPY_TO_DTYPE.get(normalised)
     if dtype is None:
         raise _bad_cast(f"numpy dtype {normalised} has no MLX equivalent")
     return dtype
@@ -658,6 +715,9 @@ def exact_dtype_from_numpy(np_dtype: Any) -> Dtype:
     if dtype is not None:
         return dtype
     dtype = _NUMPY_EXACT_TO_DTYPE.get(np.dtype(np_dtype))
+    if dtype is None and _bfloat16_pending():
+        _load_bfloat16()
+        dtype = _NUMPY_EXACT_TO_DTYPE.get(np.dtype(np_dtype))
     if dtype is None:
         raise TypeError(f"numpy dtype {np.dtype(np_dtype)} has no exact MLX equivalent")
     return dtype

@@ -233,9 +233,7 @@ def _np_name(d: np.dtype) -> str:
 
 def _np_dtype(name: str) -> np.dtype:
     if name == "bfloat16":
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
+        return dt.bfloat16.np_dtype  # imports ml_dtypes
     d = np.dtype(name)
     if d.kind not in "biufc":
         raise FormatError(f"a blob of dtype {name!r}")

@@ -281,10 +281,10 @@ def _export_trace(fun: Callable, args: list, kwargs: dict, constant: Callable[[a
 
 
 def _np_to_dt(d: np.dtype) -> dt.Dtype:
-    for x in dt.ALL_DTYPES:
-        if x.np_dtype == d:
-            return x
-    raise ValueError(str(d))
+    try:
+        return dt.exact_dtype_from_numpy(d)
+    except TypeError:
+        raise ValueError(str(d)) from None
 
 
 # ----------------------------------------------------------------------------------------------

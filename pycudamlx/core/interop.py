@@ -29,7 +29,6 @@ import sys
 import threading
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from .. import dtypes as dt
@@ -95,9 +94,11 @@ _DL_OF_DTYPE: dict[dt.Dtype, tuple[int, int]] = {
     dt.complex64: (5, 64),
 }
 _DTYPE_OF_DL: dict[tuple[int, int], dt.Dtype] = {v: k for k, v in _DL_OF_DTYPE.items()}
-# numpy dtypes of host views of imported data (complex128 has no Dtype: converted on import).
+_DL_BFLOAT16 = _DL_OF_DTYPE[dt.bfloat16]
+# numpy dtypes of host views of imported data (complex128 has no Dtype: converted on import);
+# bfloat16's is read when such data arrives (dt.bfloat16.np_dtype imports ml_dtypes).
 _NUMPY_OF_DL: dict[tuple[int, int], np.dtype] = {
-    k: v.np_dtype for k, v in _DTYPE_OF_DL.items()}
+    k: v.np_dtype for k, v in _DTYPE_OF_DL.items() if v is not dt.bfloat16}
 _NUMPY_OF_DL[(5, 128)] = np.dtype(np.complex128)
 _NUMPY_OF_DL[(1, 1)] = np.dtype(np.bool_)  # some producers spell bool as 1-bit unsigned
 
@@ -389,12 +390,12 @@ def _host_view(ptr: int, shape: tuple[int, ...], byte_strides: tuple[int, ...] |
                np_dtype: np.dtype, read_only: bool, owner: Any) -> np.ndarray:
     if any(e == 0 for e in shape):
         return np.empty(shape, np_dtype)
-    bf16 = np_dtype == np.dtype(ml_dtypes.bfloat16)
+    bf16 = np_dtype.kind == "V"  # numpy's bfloat16 (the only such dtype in _NUMPY_OF_DL)
     typestr = "<u2" if bf16 else np_dtype.str
     window = _HostWindow(owner, {"data": (ptr, read_only), "shape": shape,
                                  "strides": byte_strides, "typestr": typestr, "version": 3})
     host = np.asarray(window)
-    return host.view(ml_dtypes.bfloat16) if bf16 else host
+    return host.view(np_dtype) if bf16 else host
 
 
 def _span(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, int]:
@@ -523,7 +524,7 @@ def import_dlpack(x: Any, copy: bool | None = None) -> tuple[Any, dt.Dtype]:
     capsule = _call_dlpack(x, stream, copy if copy else None)
     tensor, read_only, owner = _open_capsule(capsule)
     key = (tensor.dtype.code, tensor.dtype.bits)
-    if tensor.dtype.lanes != 1 or key not in _NUMPY_OF_DL:
+    if tensor.dtype.lanes != 1 or (key not in _NUMPY_OF_DL and key != _DL_BFLOAT16):
         raise ValueError(f"[from_dlpack] Unsupported DLPack data type (code {tensor.dtype.code}, "
                          f"{tensor.dtype.bits} bits, {tensor.dtype.lanes} lanes).")
     ndim = tensor.ndim
@@ -533,7 +534,7 @@ def import_dlpack(x: Any, copy: bool | None = None) -> tuple[Any, dt.Dtype]:
     else:
         strides = _contiguous_strides(shape)
     ptr = (tensor.data or 0) + tensor.byte_offset
-    np_dtype = _NUMPY_OF_DL[key]
+    np_dtype = dt.bfloat16.np_dtype if key == _DL_BFLOAT16 else _NUMPY_OF_DL[key]
     natural = dt.dtype_from_numpy(np_dtype)
     if gpu:
         exact = _DTYPE_OF_DL.get(key)

@@ -120,7 +120,10 @@ class GpuArray:
         GB/s). With automatic prefetch off, a managed buffer is always read through a host view
         (the fault path).
         """
-        np_dtype = self.dtype.np_dtype
+        try:  # the slot, not the np_dtype property (~50 ns more on every read of GPU data)
+            np_dtype = self.dtype._np_dtype
+        except AttributeError:  # bfloat16 before ml_dtypes is imported
+            np_dtype = self.dtype.np_dtype
         itemsize = self.dtype.size
         buf = self.buffer
         if self.size == 0:

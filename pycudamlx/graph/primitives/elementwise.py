@@ -67,9 +67,6 @@ class Binary(Primitive):
         return [out]
 
 
-_BF16 = dt.bfloat16.np_dtype  # numpy reports ml_dtypes' bfloat16 as kind 'V'
-
-
 def _float_to_int(x: np.ndarray, dtype: dt.Dtype) -> np.ndarray:
     """Float (or complex: the real part) to integer, as common.cuh's float_to_int: MLX's CPU
     results where every processor agrees (NaN -> 0; 8- and 16-bit targets wrap modulo 2**bits
@@ -99,7 +96,7 @@ def cast_numpy(x: np.ndarray, dtype: dt.Dtype) -> np.ndarray:
     """numpy astype with defined results where C++ leaves them undefined (float -> integer: see
     _float_to_int); the GPU kernels (common.cuh Cast) give the same."""
     target = dtype.np_dtype
-    if dtype.kind in "iu" and (x.dtype.kind in "fc" or x.dtype == _BF16):
+    if dtype.kind in "iu" and x.dtype.kind in "fcV":  # numpy's bfloat16 is kind 'V'
         return _float_to_int(x, dtype)
     if dtype is dt.bool_ and x.dtype.kind == "c":
         return x != 0

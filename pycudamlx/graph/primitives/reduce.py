@@ -30,7 +30,12 @@ def _mlx_exp32(x: np.ndarray) -> np.ndarray:
     from ...backend.optable import _exp32
 
     return _exp32(x)
-_HALF = frozenset((np.dtype(np.float16), dt.bfloat16.np_dtype))
+
+
+# float16 and bfloat16 as numpy dtypes: bfloat16's joins when pycudamlx first needs ml_dtypes
+# (dtypes._load_bfloat16); no bfloat16 numpy array reaches us before that.
+_HALF = {np.dtype(np.float16)}
+dt.on_bfloat16_loaded(_HALF.add)
 
 
 def _work(x: np.ndarray, float_result: bool = False) -> np.ndarray:

@@ -740,7 +740,7 @@ class Scatter(Primitive):
             target, pos = flat_t, (np.zeros(rows.shape[0], np.int64),)
         else:
             target, pos = dst_t, tuple(flat)
-        floating = out.dtype.kind == "f" or out.dtype == dt.bfloat16.np_dtype
+        floating = out.dtype.kind in "fV"  # numpy's bfloat16 is kind 'V'
         if op in ("max", "min") and (out.dtype.kind == "c" or (
                 floating and (np.isnan(rows).any() or np.isnan(dst_t).any()))):
             _combine_sequential(target, list(pos), rows, op)
