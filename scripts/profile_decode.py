@@ -31,6 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "scripts"))
 
 log = logging.getLogger("profile_decode")
 
@@ -109,7 +110,16 @@ def main() -> int:
                  calls["cuLaunchKernel"] / n,
                  ", ".join(f"{k} {v / n:.1f}" for k, v in calls.most_common(12)))
     if args.kernels:
-        _kernel_table(step, y, n, args.top)
+        from kernel_table import kernel_table
+
+        box = [y]
+
+        def one_token() -> None:
+            box[0] = step(box[0])
+            box[0].item()
+
+        kernel_table(one_token, n, args.top, "token")
+        y = box[0]
 
     prof = cProfile.Profile()
     prof.enable()
@@ -127,31 +137,6 @@ def main() -> int:
         stats.print_callers(args.callers)
     log.info("%s", out.getvalue())
     return 0
-
-
-def _kernel_table(step, y, n: int, top: int) -> None:
-    """GPU microseconds per token by kernel name, over ``n`` tokens under torch's profiler."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    torch.cuda.init()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(n):
-            y = step(y)
-            y.item()
-    totals: collections.Counter = collections.Counter()
-    counts: collections.Counter = collections.Counter()
-    for ev in prof.events():
-        if ev.device_type.name != "CUDA":
-            continue
-        name = ev.name if len(ev.name) < 70 else ev.name[:67] + "..."
-        totals[name] += ev.device_time
-        counts[name] += 1
-    gpu = sum(totals.values())
-    log.info("GPU busy %.0f us/token in %d kernels/copies per token", gpu / n,
-             sum(counts.values()) // max(n, 1))
-    for name, us in totals.most_common(top):
-        log.info("%9.1f us/token %6.1f per token  %s", us / n, counts[name] / n, name)
 
 
 if __name__ == "__main__":
