@@ -59,7 +59,14 @@ def _matmul_rule(prim: Any, inputs: tuple, ct: Any, wanted: list) -> list:
     if wanted[0]:
         ga = mx.matmul(c, mx.swapaxes(b, -1, -2))
     if wanted[1]:
-        gb = mx.matmul(mx.swapaxes(a, -1, -2), c)
+        if b.ndim == 2 and a.ndim > 2 and c.ndim == a.ndim:
+            # A weight shared by every batch entry (x (B, T, K) @ W): one product over the
+            # folded batch, K = B*T, instead of B products summed afterwards (B times the
+            # output written and read again, and a rounding per entry).
+            gb = mx.matmul(mx.swapaxes(mx.reshape(a, (-1, a.shape[-1])), 0, 1),
+                           mx.reshape(c, (-1, c.shape[-1])))
+        else:
+            gb = mx.matmul(mx.swapaxes(a, -1, -2), c)
     if len(inputs) > 2 and wanted[2]:
         gc = ct if prim.beta == 1.0 else ct * prim.beta
     return [ga, gb] + ([gc] if len(inputs) > 2 else [])
