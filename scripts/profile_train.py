@@ -34,8 +34,12 @@ def main() -> int:
     parser.add_argument("--compile", action="store_true", help="mx.compile the step")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="pycudamlx's debug log (why a compiled step is not a CUDA graph)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.verbose:
+        logging.getLogger("pycudamlx").setLevel(logging.DEBUG)
 
     import numpy as np
 
@@ -65,6 +69,10 @@ def main() -> int:
         one_step()
         times.append(time.perf_counter() - t0)
     wall = statistics.median(times)
+    if args.backend == "pycudamlx" and args.compile:
+        from pycudamlx.graph.primitives import compiled_graph
+
+        log.info("CUDA graphs alive after the warm-up: %d", len(compiled_graph._live))
     tokens = args.batch * args.seq
     log.info("%s %s%s: %.1f ms/step wall, %.0f tok/s", args.backend, args.shape,
              " compiled" if args.compile else "", wall * 1e3, tokens / wall)
