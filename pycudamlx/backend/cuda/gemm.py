@@ -156,13 +156,13 @@ def run(a: Any, b: Any, out: Any, alpha: float, beta: float, stream: CudaStream,
 
 def _gemv(a: Any, b: Any, out: Any, stream: CudaStream) -> bool:
     """out = a @ b through gemv.cu where it applies (see _gemv_plan); False where it does not."""
-    key = (a.shape, a.strides, b.shape, b.strides, out.dtype, stream.device.index)
+    key = (a.shape, a.strides, b.shape, b.strides, out.strides, out.dtype, stream.device.index)
     plan = _gemv_plans.get(key)
     if plan is None:
         if len(_gemv_plans) >= _MAX_PLANS:
             _gemv_plans.clear()
         plan = _gemv_plans[key] = _gemv_plan(a.shape, a.strides, b.shape, b.strides, out.shape,
-                                             out.dtype, stream)
+                                             out.strides, out.dtype, stream)
     if plan is False:
         return False
     pa, pb = _ptr(a), _ptr(b)
@@ -175,13 +175,15 @@ def _gemv(a: Any, b: Any, out: Any, stream: CudaStream) -> bool:
 
 
 def _gemv_plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[int, ...],
-               b_strides: tuple[int, ...], shape: tuple[int, ...], dtype: dt.Dtype,
-               stream: CudaStream) -> Any:
+               b_strides: tuple[int, ...], shape: tuple[int, ...], out_strides: tuple[int, ...],
+               dtype: dt.Dtype, stream: CudaStream) -> Any:
     """(kernel, grid, m, n, k, ldx, ldw) when gemv.cu computes this product, else False: a
-    float16/bfloat16/float32 product with no batch (all batch extents 1), at most GEMV_MAX_ROWS
-    rows of ``a`` with unit column stride, ``b`` the transpose of a row-major (N, K) weight, K
-    and both row strides whole 16-byte vectors."""
+    float16/bfloat16/float32 product with no batch (all batch extents 1) into a contiguous
+    output, at most GEMV_MAX_ROWS rows of ``a`` with unit column stride, ``b`` the transpose of
+    a row-major (N, K) weight, K and both row strides whole 16-byte vectors."""
     if dtype.name not in registry.GEMV_DTYPES:
+        return False
+    if tuple(out_strides) != gpu_array.contiguous_strides(tuple(shape)):
         return False
     m, n, k = shape[-2], shape[-1], a_shape[-1]
     if m * n * k == 0 or m > GEMV_MAX_ROWS:
