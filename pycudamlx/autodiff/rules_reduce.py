@@ -182,18 +182,6 @@ def _cum_extreme_vjp(op: str, x: Any, out: Any, ct: Any, axis: int) -> Any:
     return _scatter_along_axis(x.shape, axis, src, ct)
 
 
-def _extreme_identity(op: str, dtype: Any) -> Any:
-    """cummax's (cummin's) identity in ``dtype``: -inf (+inf) for floating types, the lowest
-    (highest) value for integers, False (True) for bool."""
-    high = op == "cummin"
-    if dtype is mx.bool_:
-        return high
-    if dtype.kind in "fc":
-        return math.inf if high else -math.inf
-    info = mx.iinfo(dtype)
-    return info.max if high else info.min
-
-
 @register_single(P.Scan)
 def _scan(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     x = inputs[0]
@@ -205,14 +193,9 @@ def _scan(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
         x, out, ct = _flip(x, axis), _flip(out, axis), _flip(ct, axis)
     xs = x
     if not prim.inclusive:
-        fill = {"cumprod": 1.0, "logcumsumexp": -math.inf}.get(op)
-        if op in ("cummax", "cummin"):
-            # the scan's identity: the cotangent of an output holding it lands on the shifted-in
-            # head, which _shift_left drops (the first output of an exclusive scan has no source)
-            fill = _extreme_identity(op, x.dtype)
-        if fill is None:
-            raise ValueError(f"[vjp] Not implemented for exclusive {op}.")
-        xs = _shift_right(x, axis, fill)
+        # shifted right by the scan's identity: for cummax/cummin, the cotangent of an output
+        # holding it lands on that head, which _shift_left drops (it has no source)
+        xs = _shift_right(x, axis, P.scan_identity(op, x.dtype.np_dtype))
     if op == "cumprod":
         g = _cumprod_inclusive_vjp(xs, out, ct, axis)
     elif op in ("cummax", "cummin"):

@@ -261,7 +261,8 @@ class ArgReduce(Primitive):
         return [out]
 
 
-def _identity(op: str, dtype: np.dtype) -> Any:
+def scan_identity(op: str, dtype: np.dtype) -> Any:
+    """The value an exclusive scan ``op`` starts from in numpy ``dtype`` (its first output)."""
     if op in ("cumsum",):
         return 0
     if op == "cumprod":
@@ -362,7 +363,7 @@ class Scan(Primitive):
             if not self.inclusive and r.shape[ax] > 0:
                 first = [slice(None)] * r.ndim
                 first[ax] = slice(0, 1)
-                head = np.full(r[tuple(first)].shape, _identity(op, r.dtype), r.dtype)
+                head = np.full(r[tuple(first)].shape, scan_identity(op, r.dtype), r.dtype)
                 rest = [slice(None)] * r.ndim
                 rest[ax] = slice(0, -1)
                 r = np.concatenate([head, r[tuple(rest)]], axis=ax)
