@@ -79,6 +79,23 @@ def to_gpu(a: Any, cuda_stream: Any) -> Any:
 _ndarray = np.ndarray
 
 
+def _host_result(r: Any, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """A CPU body's result as the node's numpy array (its dtype and shape), counted in the
+    memory statistics as MLX counts CPU buffers."""
+    try:  # the slot, not the np_dtype property (~50 ns more on every CPU op)
+        np_dtype = dtype._np_dtype
+    except AttributeError:  # bfloat16 before ml_dtypes is imported
+        np_dtype = dtype.np_dtype
+    if type(r) is not _ndarray:
+        r = np.asarray(r)
+    if r.dtype != np_dtype:
+        r = r.astype(np_dtype)
+    if r.shape != shape:
+        r = r.reshape(shape)
+    track_host(r)
+    return r
+
+
 def _run(node: Any) -> None:
     prim = node._prim
     inputs = node._inputs
@@ -88,19 +105,8 @@ def _run(node: Any) -> None:
         # One output on the CPU (nearly every CPU node): the general path below without its
         # tuples, loops and zips, about a fifth of a small CPU op's evaluation.
         shape, dtype = node._shape, node._dtype
-        r = prim.eval_cpu([d if type(d := i._data) is _ndarray else to_numpy(i)
-                           for i in inputs], ((shape, dtype),))[0]
-        try:  # the slot, not the np_dtype property (~50 ns more on every CPU op)
-            np_dtype = dtype._np_dtype
-        except AttributeError:  # bfloat16 before ml_dtypes is imported
-            np_dtype = dtype.np_dtype
-        if type(r) is not _ndarray:
-            r = np.asarray(r)
-        if r.dtype != np_dtype:
-            r = r.astype(np_dtype)
-        if r.shape != shape:
-            r = r.reshape(shape)
-        track_host(r)  # CPU buffers count in the memory statistics, as in MLX
+        r = _host_result(prim.eval_cpu([d if type(d := i._data) is _ndarray else to_numpy(i)
+                                        for i in inputs], ((shape, dtype),))[0], shape, dtype)
         if tape is not None:
             tape[id(node)] = (node, prim, inputs, None)
         node._data = r
@@ -132,19 +138,7 @@ def _run(node: Any) -> None:
                                          spec[1], cuda_stream) for r, spec in zip(host, outs)]
     else:
         host = prim.eval_cpu([to_numpy(i) for i in inputs], outs)
-        results = []
-        for r, (shape, dtype) in zip(host, outs):
-            try:  # the slot, not the np_dtype property (~50 ns more on every CPU op)
-                np_dtype = dtype._np_dtype
-            except AttributeError:  # bfloat16 before ml_dtypes is imported
-                np_dtype = dtype.np_dtype
-            r = np.asarray(r)
-            if r.dtype != np_dtype:
-                r = r.astype(np_dtype)
-            if r.shape != shape:
-                r = r.reshape(shape)
-            track_host(r)  # CPU buffers count in the memory statistics, as in MLX
-            results.append(r)
+        results = [_host_result(r, shape, dtype) for r, (shape, dtype) in zip(host, outs)]
     if tape is not None:
         for t in targets:
             if t is not None:
