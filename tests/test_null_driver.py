@@ -124,14 +124,19 @@ def _evaluated(*arrays: Any) -> None:
     mx.eval(*arrays)
 
 
-def _counted(build: Callable[[], Any]) -> Any:
-    """Reset the counters, build a graph, evaluate it once; return the null driver."""
+def _counted(build: Callable[[], Any], fuse: bool = True) -> Any:
+    """Reset the counters, build a graph, evaluate it once (with automatic fusion off unless
+    ``fuse``); return the null driver."""
     import pycudamlx.core as mx
+    from pycudamlx.graph import fusion
 
     cu = _null()
     cu.reset_counters()
-    out = build()
-    mx.eval(out)
+    fusion.enabled = fuse
+    try:
+        mx.eval(build())
+    finally:
+        fusion.enabled = True
     return cu
 
 
@@ -326,7 +331,6 @@ def test_a_chain_of_adds_launches_one_kernel_per_op_and_never_waits() -> None:
 def test_a_lazy_chain_fuses_into_few_kernels_once_built() -> None:
     import pycudamlx.core as mx
     from pycudamlx.backend.cuda import fused
-    from pycudamlx.graph import fusion
 
     x, b = mx.ones((1024,)), mx.ones((1024,))
     _evaluated(x, b)
@@ -347,11 +351,7 @@ def test_a_lazy_chain_fuses_into_few_kernels_once_built() -> None:
     assert cu.launches <= -(-2000 // steps) + 2, cu.launches
     assert cu.synchronizing_calls() <= 2, dict(cu.calls)
     assert all("fused_contig" in n for n in cu.launched_kernels()), cu.launched_kernels()
-    fusion.enabled = False
-    try:
-        assert _counted(chain).launches == 2000
-    finally:
-        fusion.enabled = True
+    assert _counted(chain, fuse=False).launches == 2000
 
 
 @null_test
@@ -435,13 +435,7 @@ def test_a_chain_with_python_scalars_never_waits() -> None:
             y = y * 0.5 + 1.0
         return y
 
-    from pycudamlx.graph import fusion
-
-    fusion.enabled = False
-    try:
-        cu = _counted(chain)
-    finally:
-        fusion.enabled = True
+    cu = _counted(chain, fuse=False)
     assert cu.launches == 2000
     assert cu.synchronizing_calls() <= 2, dict(cu.calls)
     assert cu.calls["cuMemsetD32Async"] <= 2  # 0.5 and 1.0 written once, then cached
@@ -464,13 +458,7 @@ def test_small_host_arrays_in_a_chain_never_wait() -> None:
             y = y + mx.array(np.arange(8, dtype=np.uint32) + i)
         return y
 
-    from pycudamlx.graph import fusion
-
-    fusion.enabled = False
-    try:
-        cu = _counted(chain)
-    finally:
-        fusion.enabled = True
+    cu = _counted(chain, fuse=False)
     assert cu.synchronizing_calls() <= 2, dict(cu.calls)
     assert cu.calls["cuMemcpyHtoDAsync"] >= n
 
