@@ -79,9 +79,9 @@ def _identity(op: str, a):
     if op in ("and", "or"):
         return np.array(op == "and")
     if op == "max":
-        return np.array(R._identity("cummax", a), a)
+        return np.array(R.scan_identity("cummax", a), a)
     if op == "min":
-        return np.array(R._identity("cummin", a), a)
+        return np.array(R.scan_identity("cummin", a), a)
     raise AssertionError(op)
 
 
