@@ -149,13 +149,6 @@ def _rope(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
     return [g] + [None] * (len(inputs) - 1)
 
 
-def _on_cpu(x: Any) -> bool:
-    from ..core import device as dev
-
-    stream = x._stream or dev.resolve_stream(None)
-    return stream.device.type == dev.cpu
-
-
 def _sdpa_ref(prim: Any, q: Any, k: Any, v: Any, *extra: Any) -> Any:
     i = 0
     mask = sinks = None
@@ -167,11 +160,13 @@ def _sdpa_ref(prim: Any, q: Any, k: Any, v: Any, *extra: Any) -> Any:
     B, Hq, Tq, D = q.shape
     Hkv, Tk = k.shape[1], k.shape[2]
     rep = Hq // Hkv
-    work = mx.float64 if q.dtype is mx.float64 else mx.float32
-    if q.dtype in (mx.float16, mx.bfloat16) and _on_cpu(q):
-        # MLX's CPU differentiates its fallback, which runs in the half dtype: every matmul,
-        # the mask and the (precise) softmax round there. The GPU keeps float32, as MLX's does.
-        work = q.dtype
+    # MLX differentiates its fallback composition, which runs in the input's dtype: in float16
+    # and bfloat16 every matmul, the mask and the (precise) softmax round there. That is what
+    # a Mac trains with (Metal has no fused attention backward) and what MLX-CUDA runs when
+    # cuDNN's backward does not apply; in half precision it also halves the memory traffic
+    # and runs the matmuls on half-precision tensor cores instead of TF32 ones.
+    work = mx.float64 if q.dtype is mx.float64 else (
+        q.dtype if q.dtype in (mx.float16, mx.bfloat16) else mx.float32)
     qf = mx.array(prim.scale, work) * q.astype(work)
     kf, vf = k.astype(work), v.astype(work)
     if rep > 1:
