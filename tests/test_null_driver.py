@@ -303,9 +303,6 @@ def test_a_decode_step_linear_is_one_gemv_launch() -> None:
 @null_test
 def test_a_chain_of_adds_launches_one_kernel_per_op_and_never_waits() -> None:
     import pycudamlx.core as mx
-    from pycudamlx.graph import fusion
-
-    fusion.enabled = False  # the unfused path: one kernel per node
 
     x, b = mx.ones((1024,)), mx.ones((1024,))
     _evaluated(x, b)
@@ -316,15 +313,12 @@ def test_a_chain_of_adds_launches_one_kernel_per_op_and_never_waits() -> None:
             y = y + b
         return y
 
-    try:
-        for _ in range(2):  # fresh blocks the first time, pooled ones the second
-            cu = _counted(chain)
-            assert cu.launches == 1000
-            assert cu.synchronizing_calls() <= 2, dict(cu.calls)
-            assert set(cu.launched_kernels()) == {n for n in cu.launched_kernels()
-                                                  if "binary" in n}
-    finally:
-        fusion.enabled = True
+    for _ in range(2):  # fresh blocks the first time, pooled ones the second
+        cu = _counted(chain, fuse=False)  # the unfused path: one kernel per node
+        assert cu.launches == 1000
+        assert cu.synchronizing_calls() <= 2, dict(cu.calls)
+        assert set(cu.launched_kernels()) == {n for n in cu.launched_kernels()
+                                              if "binary" in n}
 
 
 @null_test
