@@ -12,7 +12,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ... import dtypes as dt
 from ..primitive import OutSpec, Primitive, cuda_modules
 from .nth_element import nth_element, row_ranks
 
