@@ -161,9 +161,28 @@ class Split(Primitive):
 # Reshape, contiguous copies, as_strided
 
 
+#: nocopy_reshape_strides by (old shape, old strides, new shape): models reshape the same
+#: activations every step, and the rule costs ~5 us of Python against a dict lookup's 0.1.
+_reshape_strides: dict[tuple, tuple[int, ...] | None] = {}
+
+
 def nocopy_reshape_strides(old_shape: Sequence[int], old_strides: Sequence[int],
                            new_shape: Sequence[int]) -> tuple[int, ...] | None:
     """Strides that view ``old`` as ``new_shape`` without copying, or None (numpy's rule)."""
+    key = (tuple(old_shape), tuple(old_strides), tuple(new_shape))
+    try:
+        return _reshape_strides[key]
+    except KeyError:
+        pass
+    strides = _nocopy_reshape_strides(old_shape, old_strides, new_shape)
+    if len(_reshape_strides) >= 4096:
+        _reshape_strides.clear()
+    _reshape_strides[key] = strides
+    return strides
+
+
+def _nocopy_reshape_strides(old_shape: Sequence[int], old_strides: Sequence[int],
+                            new_shape: Sequence[int]) -> tuple[int, ...] | None:
     if _size(new_shape) == 0:
         return contiguous_strides(new_shape)
     olddims = [e for e in old_shape if e != 1]
