@@ -37,7 +37,7 @@ from . import device as dev
 from ._base import astype, broadcast_shapes as _broadcast2
 from ._nanobind import SIGNATURES, argument_error
 from .array import array, fresh, from_data, make
-from .shape import _index_dtype, _int, broadcast_view, fmt_shape, view
+from .shape import _index_dtype, _int, broadcast_view, fmt_shape, view, view_on
 
 __all__ = ["newaxis", "take", "take_along_axis", "put_along_axis", "ArrayAt"]
 
@@ -350,8 +350,7 @@ def getitem(a: array, index: Any) -> array:
         if terms is None:
             terms = _ROW_TERMS[ndim] = tuple(((d, 1),) for d in range(1, ndim))
         spec = ViewSpec(shape[1:], (i,) + (0,) * (ndim - 1), terms)
-        return make(P.View(spec, "getitem"), (a,), spec.shape, a._dtype,
-                    dev.resolve_stream(None))
+        return view_on(a, spec, "getitem", dev.resolve_stream(None))
     if index is Ellipsis or (type(index) is tuple and not index):
         return fresh(a)  # a new array object, as in MLX: y = x[...]; y[0] = v leaves x alone
     if not isinstance(index, (tuple, slice, list, array)) and index is not None \

@@ -21,7 +21,9 @@ from ..graph.primitives.shape import ViewSpec, contiguous_strides
 from . import device as dev
 from ._base import AxisError, as_array, astype, broadcast_shapes as _broadcast2
 from ._nanobind import argument_error
-from .array import array, fresh, make, make_multi
+from ..graph import evaluate as _ev
+from . import _compile_trace
+from .array import array, from_data, fresh, make, make_multi
 
 __all__ = [
     "reshape", "flatten", "unflatten", "squeeze", "expand_dims", "transpose", "permute_dims",
@@ -108,8 +110,26 @@ def _bad_cast(fn: str, value: Any) -> RuntimeError:
 
 
 def view(a: array, spec: ViewSpec, name: str, stream: Any) -> array:
-    """A zero-copy view node of ``a``."""
-    return make(P.View(spec, name), (a,), spec.shape, a._dtype, dev.resolve_stream(stream))
+    """A zero-copy view of ``a``: evaluated at once when ``a`` is (see view_on), else a node."""
+    return view_on(a, spec, name, dev.resolve_stream(stream))
+
+
+def view_on(a: array, spec: ViewSpec, name: str, s: dev.Stream) -> array:
+    """``view`` on a resolved stream.
+
+    A view of an evaluated array whose data already lives where ``s`` runs (a model's weight
+    transposed every step, ``W.T``) is made now: it costs no kernel, and as a node it would
+    cost a schedule slot, a fusion-planner visit and an evaluation step each time. While a
+    gradient, compile or export trace runs (the tape records nodes; traced inputs are real
+    arrays there) it stays a node, as does a view that would move data between devices."""
+    data = a._data
+    if data is not None and _ev.tape is None and not _compile_trace.active:
+        if type(data) is np.ndarray:
+            if not s.is_gpu:
+                return from_data(spec.numpy(data), a._dtype)
+        elif s.is_gpu and data.buffer.device.index == s.device.index:
+            return from_data(spec.gpu(data), a._dtype)
+    return make(P.View(spec, name), (a,), spec.shape, a._dtype, s)
 
 
 def _reshape_node(a: array, shape: tuple[int, ...], stream: Any) -> array:
@@ -306,7 +326,7 @@ def _permute(a: array, perm: Sequence[int], stream: Any, name: str = "transpose"
         if len(_permute_specs) >= 4096:
             _permute_specs.clear()
         _permute_specs[key] = spec
-    return make(P.View(spec, name), (a,), spec.shape, a._dtype, dev.resolve_stream(stream))
+    return view_on(a, spec, name, dev.resolve_stream(stream))
 
 
 def transpose(a: array, /, axes: Sequence[int] | None = None, *, stream: Any = None) -> array:
