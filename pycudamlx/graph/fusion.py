@@ -79,16 +79,6 @@ def plan(order: list[Any]) -> int:
     of nodes folded away. Members other than a group's root become None in ``order``."""
     if not enabled:
         return 0
-    types = _FUSABLE
-    candidates = 0
-    for node in order:
-        if type(node._prim) in types and (node._stream.is_gpu or on_cpu_for_tests):
-            candidates += 1
-    node = None  # hold no reference: _groups counts them
-    if candidates < 2:
-        return 0
-    if not on_cpu_for_tests and not _available():
-        return 0
     groups = _groups(order)
     folded = 0
     for members in groups:
@@ -106,23 +96,30 @@ def _groups(order: list[Any]) -> list[list[tuple[int, Any]]]:
     shares the root's shape and stream. (A node whose consumers are all members of one group
     can be a candidate of no other group, so membership needs no check there.)"""
     types = _FUSABLE
-    backend = _backend()
-    exact = backend.EXACT_OPS
     gpu_only = not on_cpu_for_tests
-    uses: dict[int, int] = {}      # id -> times the node appears in pending input tuples
-    where: dict[int, int] = {}     # id -> position in the schedule
+    exact = None
+    uses: dict[int, int] = {}      # candidate id -> times it appears in pending input tuples
+    where: dict[int, int] = {}     # candidate id -> position in the schedule
     ok: set[int] = set()           # ids of the nodes that may be fused
     for pos, node in enumerate(order):
-        k = id(node)
-        where[k] = pos
         for inp in node._inputs:
-            if inp._data is None:
-                j = id(inp)
-                uses[j] = uses.get(j, 0) + 1
+            # Only candidates' uses matter, and a candidate comes before its consumers.
+            j = id(inp)
+            if j in ok:
+                uses[j] += 1
         if (type(node._prim) in types and node._siblings is None
-                and (node._stream.is_gpu or not gpu_only) and _fusable(node, exact)):
-            ok.add(k)
+                and (node._stream.is_gpu or not gpu_only)):
+            if exact is None:
+                exact = _backend().EXACT_OPS
+            if _fusable(node, exact):
+                k = id(node)
+                ok.add(k)
+                where[k] = pos
+                uses[k] = 0
     inp = node = None
+    if len(ok) < 2 or (gpu_only and not _available()):
+        return []
+    backend = _backend()
     max_steps = backend.MAX_STEPS
     max_inputs = backend.MAX_INPUTS - 2  # room for pending inputs that stay outside
     getrefcount = _getrefcount
@@ -152,6 +149,8 @@ def _groups(order: list[Any]) -> list[list[tuple[int, Any]]]:
                     if type(data) is not ndarray or data.ndim:
                         outside.add(k)
                     continue
+                if k not in ok:  # pending but not fusable: materialised on its own
+                    continue
                 e = edges.get(k)
                 if e is None:
                     edges[k] = 1
@@ -165,7 +164,7 @@ def _groups(order: list[Any]) -> list[list[tuple[int, Any]]]:
                 cand = order[pos]
                 k = id(cand)
                 u = uses[k]
-                if (edges[k] == u and k in ok and cand._shape == shape
+                if (edges[k] == u and cand._shape == shape
                         and cand._stream is stream and getrefcount(cand) == u + base):
                     assigned.add(k)
                     members.append((pos, cand))
