@@ -296,6 +296,41 @@ def test_a_decode_step_linear_is_one_gemv_launch() -> None:
     assert sum(names.values()) == 1 and all("gemv_t" in n for n in names), names
 
 
+@null_test
+def test_a_kv_cache_update_writes_in_place_when_nothing_else_sees_the_old_cache() -> None:
+    import pycudamlx.core as mx
+
+    cache = mx.zeros((1, 8, 256, 64), dtype=mx.bfloat16)
+    new = mx.ones((1, 8, 1, 64), dtype=mx.bfloat16)
+    _evaluated(cache, new)
+    cu = _null()
+
+    def update(t: int) -> int:
+        cache[..., t:t + 1, :] = new
+        cu.reset_counters()
+        mx.eval(cache)
+        return cu.launches
+
+    assert [update(t) for t in range(3)] == [1, 1, 1]  # the update's copy only
+    alias = cache  # the same array object: it sees the update anyway (MLX's in-place rule)
+    assert update(3) == 1
+    # Whoever can still read the old value keeps it: a whole copy first, then the update.
+    held = cache[...]  # shares the evaluated data
+    assert update(4) == 2
+    del held
+    view = cache.T  # a live view of the buffer
+    assert update(5) == 2
+    del view
+    pending = cache * 2  # a lazy consumer of the old value, evaluated later
+    assert update(6) == 2
+    mx.eval(pending)
+    del pending, alias
+    assert update(7) == 1
+    with mx.stream(mx.cpu):
+        host = mx.array(0.0) + 1  # an unrelated CPU graph does not change the rule
+    assert update(8) == 1 and host.item() == 1.0
+
+
 # --------------------------------------------------------------------------------------------------
 # What a chain of ops asks of the driver
 

@@ -9,6 +9,7 @@ as soon as their last consumer ran. The walk keeps no references to finished nod
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 from typing import Any, Iterable
 
@@ -96,6 +97,29 @@ def _host_result(r: Any, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     return r
 
 
+_getrefcount = sys.getrefcount
+
+
+def _donatable(inputs: tuple, gpu_inputs: list, cuda_stream: Any) -> bool:
+    """Whether the node's first input buffer may become its result: nothing but this node can
+    see the old value (MLX's ``is_donatable``), decided by reference counts.
+
+    The input node is held only by this node's input tuple (no user variable, no other pending
+    consumer), its GpuArray only by that node and ``gpu_inputs`` (no array sharing the data),
+    the buffer only by that GpuArray (no other view of it alive); the buffer never left the
+    library (no numpy or DLPack view of it), no other stream used it last, and no gradient trace
+    or CUDA-graph capture is recording (both keep old values or replay fixed buffers)."""
+    if tape is not None or _memory().capture_pool is not None:
+        return False
+    # Counted with no local names bound to them: one reference each from the holder named
+    # above, plus gpu_inputs' for the GpuArray, plus getrefcount's argument.
+    if (_getrefcount(inputs[0]) != 2 or _getrefcount(gpu_inputs[0]) != 3
+            or _getrefcount(gpu_inputs[0].buffer) != 2):
+        return False
+    buf = gpu_inputs[0].buffer
+    return not buf._exported and (buf.last_use is None or buf.last_use is cuda_stream)
+
+
 def _run(node: Any) -> None:
     prim = node._prim
     inputs = node._inputs
@@ -124,7 +148,11 @@ def _run(node: Any) -> None:
         cuda_stream.device.activate()  # this thread may not have the context current yet
         if prim.gpu_kernel:
             gpu_inputs = [to_gpu(i, cuda_stream) for i in inputs]
-            results = prim.eval_gpu(gpu_inputs, outs, cuda_stream)
+            results = None
+            if prim.donates_first and _donatable(inputs, gpu_inputs, cuda_stream):
+                results = prim.eval_gpu_donated(gpu_inputs, outs, cuda_stream)
+            if results is None:
+                results = prim.eval_gpu(gpu_inputs, outs, cuda_stream)
             for g in gpu_inputs:
                 g.buffer.last_use = cuda_stream
         else:

@@ -49,6 +49,15 @@ class Primitive:
     name = "primitive"
     #: True when eval_gpu launches kernels (False: host fallback on GPU streams).
     gpu_kernel = False
+    #: True when ``eval_gpu_donated`` can write the result into its first input's buffer, which
+    #: graph/evaluate.py offers when nothing else can see that buffer (MLX's donation).
+    donates_first = False
+
+    def eval_gpu_donated(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any
+                         ) -> list[Any] | None:
+        """``eval_gpu`` writing into ``inputs[0]`` (which nobody else holds), or None where its
+        layout does not allow it (then ``eval_gpu`` runs)."""
+        return None
 
     def eval_cpu(self, inputs: Sequence[np.ndarray], outs: Sequence[OutSpec]
                  ) -> list[np.ndarray]:

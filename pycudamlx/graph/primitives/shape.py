@@ -810,6 +810,20 @@ class SliceUpdate(Primitive):
             launch.copy(broadcast_view(inputs[1], self.dst.shape), self.dst.gpu(out), stream)
         return [out]
 
+    # A KV cache's ``keys[..., prev:offset, :] = k`` every decode step: written where the
+    # cache is instead of copying the whole cache first (one launch, the update's bytes only).
+    donates_first = True
+
+    def eval_gpu_donated(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any
+                         ) -> list[Any] | None:
+        out = inputs[0]
+        if not out.is_contiguous():
+            return None
+        if _size(self.dst.shape):
+            _, launch, _ = _cuda()
+            launch.copy(broadcast_view(inputs[1], self.dst.shape), self.dst.gpu(out), stream)
+        return [out]
+
 
 def _start_values(start: np.ndarray) -> list[int]:
     return [int(v) for v in np.asarray(start).reshape(-1)]
