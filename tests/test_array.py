@@ -697,6 +697,43 @@ def test_inplace_keeps_multi_output_siblings_consistent():
     assert hi.tolist() == [2.0] and lo.tolist() == [6.0]
 
 
+def test_inplace_update_of_an_input_reaches_every_pending_sibling(mlx):
+    # A multi-output node is one consumer of its inputs (the group): updating an input in place
+    # afterwards must re-point every output still pending, whichever outputs were dropped.
+    def run(m):
+        x, y = m.array([7.0, 8.0]), m.array([2.0, 3.0])
+        q, r = m.divmod(x, y)
+        del q  # the group's first output is gone
+        x[0] = 100.0
+        a = m.array([1.0, 2.0, 3.0, 4.0])
+        parts = m.split(a * 2, 2)
+        z = m.array([5.0, 6.0])
+        s, t = m.divmod(z, y)
+        z += 10  # both outputs pending, both keep the old z
+        return [r.tolist(), x.tolist(), [p.tolist() for p in parts], s.tolist(), t.tolist(),
+                z.tolist()]
+
+    assert run(mx) == run(mlx)
+
+
+def test_a_node_of_many_outputs_registers_once_per_input():
+    from pycudamlx.core.array import make_multi
+    from pycudamlx.graph.primitive import Primitive
+
+    class Copies(Primitive):
+        __slots__ = ()
+        name = "copies"
+
+        def eval_cpu(self, inputs, outs):
+            return [np.array(inputs[0]) for _ in outs]
+
+    xs = [mx.array([float(i)]) for i in range(50)]
+    outs = make_multi(Copies(), tuple(xs), [((1,), mx.float32)] * 50, mx.default_stream(mx.cpu))
+    assert all(len(x._cons) == 2 for x in xs)  # [limit, the group], not one entry per output
+    xs[3] += 1  # the outputs keep the old value
+    assert [o.item() for o in outs] == [0.0] * 50
+
+
 def test_consumer_lists_stay_small():
     b = mx.array([1.0])
     for _ in range(1000):
