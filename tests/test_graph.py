@@ -130,6 +130,26 @@ def test_multi_output_node_runs_once_and_has_no_cycles():
         gc.enable()
 
 
+def test_a_multi_output_group_is_scheduled_once_with_its_consumers_after_it():
+    from pycudamlx.graph import evaluate
+
+    x = mx.array(np.arange(6, dtype=np.float32))
+    lo, hi = make_multi(SplitHalves(), (mx.add(x, 1.0),), [((3,), dt.float32)] * 2,
+                        _cpu_stream())
+    tail = mx.multiply(hi, 2.0)
+    order = evaluate._schedule([lo, tail, hi])
+    groups = [n for n in order if n is lo or n is hi]
+    assert len(groups) == 1  # one output stands for the group (a compiled step has ~335)
+    position = {id(n): i for i, n in enumerate(order)}
+    assert position[id(groups[0])] < position[id(tail)]
+    del order, groups
+    SplitHalves.calls = 0
+    mx.eval(lo, tail, hi)
+    assert SplitHalves.calls == 1
+    np.testing.assert_array_equal(np.array(tail), [8, 10, 12])
+    np.testing.assert_array_equal(np.array(lo), [1, 2, 3])
+
+
 def test_eval_accepts_trees_and_skips_other_leaves():
     a = mx.add(mx.array([1, 2]), 1)
     b = mx.add(mx.array([3]), 1)

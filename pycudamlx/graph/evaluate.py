@@ -205,6 +205,17 @@ def _schedule(stack: list[Any]) -> list[Any]:
             continue
         mark(key)
         push(node)
+        sib = node._siblings
+        if sib is not None:
+            # One output stands for its group (_run evaluates them all): a compiled step's
+            # ~335 outputs would each expand the same ~337 inputs here and in graph/fusion.py.
+            for r in sib.refs:
+                t = r()
+                if t is not None and t is not node:
+                    k = id(t)
+                    mark(k)
+                    done.add(k)
+            t = None
         inputs = node._inputs
         # The first input is expanded first, so a node's other inputs come right before it in
         # the schedule (``y = y * c + d`` keeps its side branches next to their consumer, where
