@@ -297,6 +297,19 @@ def test_a_decode_step_linear_is_one_gemv_launch() -> None:
 
 
 @null_test
+@pytest.mark.parametrize("bits", [3, 4])
+def test_dequantize_uploads_nothing_after_its_first_call(bits: int) -> None:
+    import pycudamlx.core as mx
+
+    w = mx.ones((64, 128), dtype=mx.float16)
+    q, scales, biases = mx.quantize(w, group_size=64, bits=bits)
+    _evaluated(q, scales, biases)
+    mx.eval(mx.dequantize(q, scales, biases, group_size=64, bits=bits))
+    cu = _counted(lambda: mx.dequantize(q, scales, biases, group_size=64, bits=bits))
+    assert cu.calls["cuMemcpyHtoDAsync"] == 0 and cu.synchronizing_calls() == 0, dict(cu.calls)
+
+
+@null_test
 def test_a_kv_cache_update_writes_in_place_when_nothing_else_sees_the_old_cache() -> None:
     import pycudamlx.core as mx
 

@@ -80,6 +80,20 @@ def _u32(values: Any) -> array:
     return from_data(np.asarray(values, dtype=np.uint32), dt.uint32)
 
 
+#: The per-bits shift and word tables of _unpack, one evaluated array each: on the GPU the first
+#: use uploads it and later ones find it there (a fresh host table was one upload per
+#: dequantize, every decode step of a quantized embedding).
+_tables: dict[tuple, array] = {}
+
+
+def _table(bits: int, name: str, values: Any, dtype: dt.Dtype = dt.uint32) -> array:
+    key = (bits, name)
+    a = _tables.get(key)
+    if a is None:
+        a = _tables[key] = from_data(np.asarray(values, dtype=dtype.np_dtype), dtype)
+    return a
+
+
 def _pack(q: array, bits: int, s: Any) -> array:
     """(R, K) uint32 values < 2**bits -> (R, K*bits/32) uint32 words (MLX's layout)."""
     rows, k = q.shape
@@ -108,16 +122,17 @@ def _unpack(w: array, bits: int, s: Any) -> array:
     units = reshape(w, (*lead, kw // n_words, n_words), stream=s)
     mask = _u32((1 << bits) - 1)
     if n_words == 1:
-        vals = right_shift(expand_dims(units, -1, stream=s), _u32(shift), stream=s)
+        vals = right_shift(expand_dims(units, -1, stream=s), _table(bits, "shift", shift),
+                           stream=s)
         vals = reshape(vals, (*lead, kw // n_words, n_el), stream=s)
     else:
-        lo = right_shift(take(units, _u32(word).astype(dt.int32), axis=-1, stream=s),
-                         _u32(shift), stream=s)
+        lo = right_shift(take(units, _table(bits, "word", word, dt.int32), axis=-1,
+                              stream=s), _table(bits, "shift", shift), stream=s)
         nxt = np.minimum(word + 1, n_words - 1)
         hi_shift = np.where(straddle, 32 - shift, 0)
-        hi = left_shift(take(units, _u32(nxt).astype(dt.int32), axis=-1, stream=s),
-                        _u32(hi_shift), stream=s)
-        hi = multiply(hi, _u32(straddle.astype(np.uint32)), stream=s)
+        hi = left_shift(take(units, _table(bits, "next", nxt, dt.int32), axis=-1,
+                             stream=s), _table(bits, "hi_shift", hi_shift), stream=s)
+        hi = multiply(hi, _table(bits, "straddle", straddle.astype(np.uint32)), stream=s)
         vals = bitwise_or(lo, hi, stream=s)
     vals = bitwise_and(vals, mask, stream=s)
     return reshape(vals, (*lead, kw * 32 // bits), stream=s)
