@@ -820,3 +820,20 @@ def test_grad_with_respect_to_a_module_argument_passes_the_module():
         assert model.weight is weight  # the caller's parameters are put back
         results.append(np.array(g["weight"]))
     np.testing.assert_allclose(results[0], results[1])
+
+
+@pytest.mark.parametrize("x_shape", [(5, 7), (3, 5, 7)])
+def test_the_weight_gradient_of_x_at_w_transposed_is_row_major(x_shape):
+    # nn.Linear's x @ W.T: W's gradient comes out in W's own layout, so an optimizer's
+    # elementwise update reads it in rows (on the GPU: dense kernels, not column reads).
+    x = RNG.normal(size=x_shape).astype(np.float32)
+    w = RNG.normal(size=(11, 7)).astype(np.float32)
+
+    def f(m, w, x):
+        return m.sum((x @ w.T) * m.arange(11))
+
+    ours = mx.grad(lambda w: f(mx, w, mx.array(x)))(mx.array(w))
+    theirs = M.grad(lambda w: f(M, w, M.array(x)))(M.array(w))
+    _close(ours, theirs)
+    mx.eval(ours)
+    assert ours._data.flags["C_CONTIGUOUS"]

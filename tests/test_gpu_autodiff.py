@@ -399,3 +399,23 @@ def test_transformer_block_on_gpu():
     (lg, gg), (lc, gc) = _both(compute)
     assert abs(float(lg) - float(lc)) < 1e-4 * max(1.0, abs(float(lc)))
     _assert_close(gg, gc, rtol=2e-3, atol=2e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_linear_weight_gradients_are_row_major_on_gpu(dtype):
+    # x (B, T, K) @ W.T: W's gradient is one GEMM in W's layout, which the optimizer's fused
+    # update then reads as a dense array.
+    x = rng.normal(size=(3, 37, 29)).astype(np.float32)
+    w = rng.normal(size=(45, 29)).astype(np.float32)
+    d = getattr(mx, dtype)
+
+    def compute():
+        g = mx.grad(lambda w: mx.sum((mx.array(x).astype(d) @ w.T).astype(mx.float32)
+                                     * mx.arange(45)))(mx.array(w).astype(d))
+        mx.eval(g)
+        if g._data is not None and not isinstance(g._data, np.ndarray):
+            assert g._data.is_contiguous()
+        return g
+
+    tol = HALF_TOL.get(dtype, RTOL)
+    _assert_close(*_both(compute), rtol=tol, atol=tol * 30)

@@ -59,17 +59,38 @@ def _matmul_rule(prim: Any, inputs: tuple, ct: Any, wanted: list) -> list:
     if wanted[0]:
         ga = mx.matmul(c, mx.swapaxes(b, -1, -2))
     if wanted[1]:
-        if b.ndim == 2 and a.ndim > 2 and c.ndim == a.ndim:
+        if b.ndim == 2 and c.ndim == a.ndim and (a.ndim > 2 or _transposed(b)):
             # A weight shared by every batch entry (x (B, T, K) @ W): one product over the
             # folded batch, K = B*T, instead of B products summed afterwards (B times the
             # output written and read again, and a rounding per entry).
-            gb = mx.matmul(mx.swapaxes(mx.reshape(a, (-1, a.shape[-1])), 0, 1),
-                           mx.reshape(c, (-1, c.shape[-1])))
+            a2 = mx.reshape(a, (-1, a.shape[-1]))
+            c2 = mx.reshape(c, (-1, c.shape[-1]))
+            if _transposed(b):
+                # b is W.T (nn.Linear): the gradient in W's row-major layout, (c^T a)^T, so
+                # that W's gradient (the transpose's VJP undoes the swap) is contiguous and
+                # the optimizer's elementwise update reads it in rows, not down columns.
+                gb = mx.swapaxes(mx.matmul(mx.swapaxes(c2, 0, 1), a2), 0, 1)
+            else:
+                gb = mx.matmul(mx.swapaxes(a2, 0, 1), c2)
         else:
             gb = mx.matmul(mx.swapaxes(a, -1, -2), c)
     if len(inputs) > 2 and wanted[2]:
         gc = ct if prim.beta == 1.0 else ct * prim.beta
     return [ga, gb] + ([gc] if len(inputs) > 2 else [])
+
+
+def _transposed(x: Any) -> bool:
+    """Whether the 2-D operand ``x`` is a transpose of another array (``W.T``), pending or
+    evaluated during the trace (the tape keeps an evaluated node's primitive)."""
+    if x.ndim != 2:
+        return False
+    prim = x._prim
+    if prim is None:
+        from ..graph import evaluate
+
+        rec = evaluate.tape.get(id(x)) if evaluate.tape is not None else None
+        prim = rec[1] if rec is not None else None
+    return type(prim) is SH.View and prim.name == "transpose"
 
 
 @register_single(S.Sort)
