@@ -24,10 +24,6 @@ class CudaEvent:
     def synchronize(self) -> None:
         call(driver.init().cuEventSynchronize, self.handle)
 
-    def record(self, stream: "CudaStream") -> None:
-        """Move this event to the current end of ``stream``'s work (a stream of its device)."""
-        call(driver.init().cuEventRecord, self.handle, stream.handle)
-
     def query(self) -> bool:
         """True once the GPU has passed this event."""
         cu = driver.init()
@@ -84,7 +80,7 @@ class CudaStream:
 
     def record(self) -> CudaEvent:
         event = CudaEvent(self.device)
-        event.record(self)
+        call(driver.init().cuEventRecord, event.handle, self.handle)
         return event
 
     def wait(self, event: CudaEvent) -> None:
