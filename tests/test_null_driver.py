@@ -503,6 +503,8 @@ def test_small_host_arrays_in_a_chain_never_wait() -> None:
     cu = _counted(chain, fuse=False)
     assert cu.synchronizing_calls() <= 2, dict(cu.calls)
     assert cu.calls["cuMemcpyHtoDAsync"] >= n
+    # each slot records its own event again: no event made per upload
+    assert cu.calls["cuEventCreate"] <= memory.UPLOAD_RING_SLOTS, dict(cu.calls)
 
 
 @null_test

@@ -711,6 +711,18 @@ class _Stage:
             self.event = None
 
 
+def _pinned_host(nbytes: int) -> tuple[int, np.ndarray]:
+    """A pinned, portable host allocation (cuMemHostAlloc) and a uint8 view of it, counted in
+    the statistics; free it with cuMemFreeHost and subtract ``nbytes`` from pinned_bytes."""
+    import ctypes
+
+    ptr = int(call(driver.init().cuMemHostAlloc, nbytes, 0x01))  # CU_MEMHOSTALLOC_PORTABLE
+    view = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr))
+    with _stats_lock:
+        stats.pinned_bytes += nbytes
+    return ptr, view
+
+
 class _Staging:
     """A few pinned host buffers (cuMemHostAlloc, portable), made on first use and kept."""
 
@@ -720,15 +732,8 @@ class _Staging:
 
     def ensure(self) -> list[_Stage]:
         if not self.stages:
-            import ctypes
-
-            cu = driver.init()
             for _ in range(STAGE_BUFFERS):
-                ptr = int(call(cu.cuMemHostAlloc, STAGE_CHUNK, 0x01))  # CU_MEMHOSTALLOC_PORTABLE
-                view = np.ctypeslib.as_array((ctypes.c_uint8 * STAGE_CHUNK).from_address(ptr))
-                self.stages.append(_Stage(ptr, view))
-                with _stats_lock:
-                    stats.pinned_bytes += STAGE_CHUNK
+                self.stages.append(_Stage(*_pinned_host(STAGE_CHUNK)))
         return self.stages
 
     def release(self) -> None:
@@ -753,7 +758,8 @@ class _UploadRing:
     array the library builds per call): the host writes a slot, the copy is queued on the
     stream, and the slot's event says when it may be written again. So an upload in a batched
     chain never waits for the GPU to drain, only, when all UPLOAD_RING_SLOTS slots are in
-    flight, for the copy queued that many uploads ago. One cuMemHostAlloc, made on first use."""
+    flight, for the copy queued that many uploads ago. One cuMemHostAlloc, made on first use;
+    each slot keeps its event and records it again (no event created per upload)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -768,25 +774,22 @@ class _UploadRing:
                 self._make()
             st = self.slots[self.next]
             self.next = (self.next + 1) % UPLOAD_RING_SLOTS
-            if st.event is not None and not st.event.query():
-                st.event.synchronize()  # all slots in flight: wait for the oldest copy only
-            st.event = None
+            event = st.event
+            if event is not None and not event.query():
+                event.synchronize()  # all slots in flight: wait for the oldest copy only
             st.view[:n] = src
             call(driver.init().cuMemcpyHtoDAsync, dst_ptr, st.ptr, n, stream.handle)
-            st.event = stream.record()
+            if event is None or event.device is not stream.device:  # events are per device
+                st.event = stream.record()
+            else:
+                event.record(stream)
 
     def _make(self) -> None:
-        import ctypes
-
-        total = SMALL_UPLOAD_MAX * UPLOAD_RING_SLOTS
-        ptr = int(call(driver.init().cuMemHostAlloc, total, 0x01))  # CU_MEMHOSTALLOC_PORTABLE
-        view = np.ctypeslib.as_array((ctypes.c_uint8 * total).from_address(ptr))
+        ptr, view = _pinned_host(SMALL_UPLOAD_MAX * UPLOAD_RING_SLOTS)
         self.slots = [_Stage(ptr + i * SMALL_UPLOAD_MAX,
                              view[i * SMALL_UPLOAD_MAX:(i + 1) * SMALL_UPLOAD_MAX])
                       for i in range(UPLOAD_RING_SLOTS)]
         self.next = 0
-        with _stats_lock:
-            stats.pinned_bytes += total
 
     def release(self) -> None:
         with self.lock:

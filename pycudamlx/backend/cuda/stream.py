@@ -24,6 +24,10 @@ class CudaEvent:
     def synchronize(self) -> None:
         call(driver.init().cuEventSynchronize, self.handle)
 
+    def record(self, stream: "CudaStream") -> None:
+        """Move this event to the current end of ``stream``'s work (a stream of its device)."""
+        call(driver.init().cuEventRecord, self.handle, stream.handle)
+
     def query(self) -> bool:
         """True once the GPU has passed this event."""
         cu = driver.init()
@@ -80,7 +84,7 @@ class CudaStream:
 
     def record(self) -> CudaEvent:
         event = CudaEvent(self.device)
-        call(driver.init().cuEventRecord, event.handle, self.handle)
+        event.record(self)
         return event
 
     def wait(self, event: CudaEvent) -> None:
