@@ -502,3 +502,47 @@ def test_vecdot_axis_conversions_like_nanobind(axis):
             assert o == r
         else:
             np.testing.assert_allclose(o, r)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "complex64"])
+def test_rows_do_not_depend_on_the_batch(dtype):
+    """A row of a product is the same whether it is computed alone, in a chunk or with the rest
+    of the batch (MLX's CPU gives this; numpy's float32 BLAS does not at this K), so a prompt
+    run in chunks through a KV cache gives the logits of the prompt run whole."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((9, 2048)).astype(np.float32)
+    b = rng.standard_normal((2048, 33)).astype(np.float32)
+    if dtype == "complex64":
+        a = a + 1j * rng.standard_normal(a.shape).astype(np.float32)
+    xa, xb = mx.array(a).astype(getattr(mx, dtype)), mx.array(b).astype(getattr(mx, dtype))
+    whole = np.array((xa @ xb).astype(mx.complex64 if dtype == "complex64" else mx.float32))
+    for lo, hi in [(0, 1), (3, 5), (8, 9), (1, 9)]:
+        part = (xa[lo:hi] @ xb).astype(mx.complex64 if dtype == "complex64" else mx.float32)
+        np.testing.assert_array_equal(np.array(part), whole[lo:hi])
+    col = (xa @ xb[:, 4:5]).astype(mx.complex64 if dtype == "complex64" else mx.float32)
+    np.testing.assert_array_equal(np.array(col), whole[:, 4:5])
+    batched = (mx.stack([xa[2:4], xa[5:7]]) @ xb).astype(
+        mx.complex64 if dtype == "complex64" else mx.float32)
+    np.testing.assert_array_equal(np.array(batched[1]), whole[5:7])
+    np.testing.assert_allclose(whole, a.astype(np.complex128 if dtype == "complex64" else
+                                               np.float64) @ b, rtol=2e-2 if dtype == "bfloat16"
+                               else 1e-4, atol=0.5 if dtype == "bfloat16" else 1e-2)
+
+
+def test_attention_and_quantized_rows_do_not_depend_on_the_batch():
+    """The same for the host's quantized_matmul and attention: queries computed in chunks with
+    the keys so far equal the queries computed together."""
+    rng = np.random.default_rng(8)
+    x = mx.array(rng.standard_normal((6, 512)).astype(np.float32))
+    w = mx.array(rng.standard_normal((40, 512)).astype(np.float32))
+    wq, s, bq = mx.quantize(w, group_size=64, bits=4)
+    whole = np.array(mx.quantized_matmul(x, wq, s, bq, group_size=64, bits=4))
+    part = np.array(mx.quantized_matmul(x[4:5], wq, s, bq, group_size=64, bits=4))
+    np.testing.assert_array_equal(part, whole[4:5])
+    q = mx.array(rng.standard_normal((1, 4, 6, 64)).astype(np.float32))
+    k = mx.array(rng.standard_normal((1, 2, 6, 64)).astype(np.float32))
+    v = mx.array(rng.standard_normal((1, 2, 6, 64)).astype(np.float32))
+    full = np.array(mx.fast.scaled_dot_product_attention(q, k, v, scale=0.125, mask="causal"))
+    last = np.array(mx.fast.scaled_dot_product_attention(q[:, :, 3:], k, v, scale=0.125,
+                                                         mask="causal"))
+    np.testing.assert_array_equal(last, full[:, :, 3:])

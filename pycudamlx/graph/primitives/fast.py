@@ -15,6 +15,7 @@ import numpy as np
 
 from ... import dtypes as dt
 from ..primitive import OutSpec, Primitive, cuda_modules
+from .matmul import host_matmul
 
 
 _cuda_fast = cuda_modules("fast")
@@ -236,7 +237,7 @@ class ScaledDotProductAttention(Primitive):
             kf, vf = k.astype(ct), v.astype(ct)
             if rep > 1:
                 kf, vf = np.repeat(kf, rep, axis=1), np.repeat(vf, rep, axis=1)
-            s = rnd(qf @ np.swapaxes(kf, -1, -2))                  # (B, Hq, Tq, Tk)
+            s = rnd(host_matmul(qf, np.swapaxes(kf, -1, -2)).astype(ct))  # (B, Hq, Tq, Tk)
             lowest = ct(dt.finfo(dtype).min)
             if self.causal:
                 i = np.arange(Tq)[:, None] + (Tk - Tq)
@@ -253,7 +254,7 @@ class ScaledDotProductAttention(Primitive):
             p = rnd(e / np.sum(e, axis=-1, keepdims=True))
             if sinks is not None:
                 p = p[..., 1:]
-            out = p @ vf
+            out = host_matmul(p, vf)
         return [_to(out, dtype)]
 
     def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:

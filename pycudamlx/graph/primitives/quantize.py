@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..primitive import OutSpec, Primitive
+from .matmul import host_matmul
 
 
 def _dequantized_f32(w: np.ndarray, scales: np.ndarray, biases: np.ndarray, bits: int,
@@ -70,7 +71,7 @@ class QuantizedMatvec(Primitive):
         deq = _dequantized_f32(w, scales, biases, self.bits, self.group_size)
         k = deq.shape[-1]
         with np.errstate(all="ignore"):
-            y = x.reshape(-1, k).astype(np.float32) @ deq.T
+            y = host_matmul(x.reshape(-1, k), deq.T)
         return [y.reshape(outs[0][0]).astype(outs[0][1].np_dtype)]
 
     def eval_gpu(self, inputs: Sequence[Any], outs: Sequence[OutSpec], stream: Any) -> list[Any]:
