@@ -618,20 +618,34 @@ def ptx_verify(directory: Path | None, as_json: bool) -> None:
 
 @main.command("run", context_settings={"ignore_unknown_options": True,
                                        "allow_interspersed_args": False})
-@click.argument("script", type=click.Path(dir_okay=False))
+@click.option("-m", "module", metavar="MODULE",
+              help="Run a module as `python -m MODULE` does (e.g. mlx_lm, pytest) instead of a "
+                   "script; then every argument goes to it.")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def run_cmd(script: str, args: tuple[str, ...]) -> None:
-    """Run an MLX script unchanged: its `mlx` imports are served by pycudamlx
-    (docs/running-mlx-scripts.md). ARGS go to the script as sys.argv[1:]."""
+def run_cmd(module: str | None, args: tuple[str, ...]) -> None:
+    """Run an MLX script (SCRIPT ARGS...) or module (-m MODULE ARGS...) unchanged: its `mlx`
+    imports are served by pycudamlx (docs/running-mlx-scripts.md). ARGS go to it as
+    sys.argv[1:]."""
     import traceback
 
     from . import mlx_compat
 
-    if not os.path.isfile(script):
-        raise click.ClickException(f"No such script: {script}")
+    if module is None:
+        if not args:
+            raise click.UsageError("give a script to run, or -m MODULE")
+        script, args = args[0], args[1:]
+        if not os.path.isfile(script):
+            raise click.ClickException(f"No such script: {script}")
     try:
-        mlx_compat.run_script(script, list(args))
-    except Exception:  # the script's own error: a normal traceback and exit status 1
+        if module is None:
+            mlx_compat.run_script(script, list(args))
+        else:
+            mlx_compat.run_module(module, list(args))
+    except mlx_compat.NoSuchModule as exc:
+        raise click.ClickException(str(exc)) from None
+    except SystemExit:
+        raise
+    except Exception:  # the program's own error: a normal traceback and exit status 1
         traceback.print_exc()
         raise click.exceptions.Exit(1) from None
 

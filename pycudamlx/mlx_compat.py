@@ -1,4 +1,4 @@
-"""Run scripts written for MLX unchanged: ``pycudamlx run script.py [args]``.
+"""Run scripts written for MLX unchanged: ``pycudamlx run script.py [args]`` (or ``-m module``).
 
 ``run_script`` installs an import hook (a ``sys.meta_path`` finder) that resolves ``mlx`` and
 every ``mlx.<name>`` to ``pycudamlx`` / ``pycudamlx.<name>`` (``mlx.core`` is ``pycudamlx.core``
@@ -12,16 +12,18 @@ hook (run them through ``pycudamlx run`` too).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import os
 import runpy
 import sys
 import types
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
-__all__ = ["MlxFinder", "install", "uninstall", "installed", "run_script"]
+__all__ = ["MlxFinder", "install", "uninstall", "installed", "run_script", "run_module"]
 
 #: What ``mlx.<name>`` resolves to when it is not simply ``pycudamlx.<name>``.
 _EXPLICIT = {
@@ -132,26 +134,57 @@ def uninstall() -> None:
         del sys.modules[name]
 
 
+def run_module(name: str, argv: Sequence[str] = ()) -> None:
+    """Run module ``name`` as ``__main__`` (``python -m name``) with ``sys.argv = [name, *argv]``,
+    its ``mlx`` imports served by pycudamlx: ``pycudamlx run -m mlx_lm generate ...`` or
+    ``pycudamlx run -m pytest tests/`` for a test suite written for MLX. The current directory
+    goes first on ``sys.path``, as for ``python -m``; what the caller had is restored after."""
+    with _served(name, argv, os.getcwd()):
+        try:
+            found = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            found = None
+        if found is None:
+            raise NoSuchModule(f"No module named {name!r}")
+        runpy.run_module(name, run_name="__main__", alter_sys=True)
+
+
+class NoSuchModule(ImportError):
+    """``run_module`` was given a module that cannot be found."""
+
+
 def run_script(path: str, argv: Sequence[str] = ()) -> None:
     """Run the MLX script at ``path`` as ``__main__`` with ``sys.argv = [path, *argv]``, its
     ``mlx`` imports served by pycudamlx. Exceptions (SystemExit too) propagate; the caller's
     ``sys.argv``, ``sys.path`` and any real ``mlx`` modules it had imported are restored."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"No such script: {path}")
+    # the script's directory goes first, as for `python script.py`
+    with _served(path, argv, os.path.dirname(os.path.abspath(path))):
+        runpy.run_path(path, run_name="__main__")
+
+
+@contextlib.contextmanager
+def _served(argv0: str, argv: Sequence[str], first_on_path: str) -> Iterator[None]:
+    """The hook installed, ``sys.argv`` and ``sys.path`` set for a program; afterwards the
+    caller's ``sys.argv``, ``sys.path``, ``__main__`` and real ``mlx`` modules come back."""
     saved_argv = sys.argv
     saved_path = list(sys.path)
+    saved_main = sys.modules.get("__main__")
     saved_mlx = {n: m for n, m in sys.modules.items() if n == "mlx" or n.startswith("mlx.")}
     for name in saved_mlx:
         del sys.modules[name]
     had_hook = installed() is not None
     install()
-    sys.argv = [path, *argv]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))  # as `python script.py` does
+    sys.argv = [argv0, *argv]
+    sys.path.insert(0, first_on_path)
     try:
-        runpy.run_path(path, run_name="__main__")
+        yield
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
+        if saved_main is not None:
+            sys.modules["__main__"] = saved_main
         if not had_hook:
             uninstall()
         sys.modules.update(saved_mlx)

@@ -562,3 +562,19 @@ def test_fast_does_not_hang_real_mlx_edge():
             "mx.ones((1,1,0,4)), mx.ones((1,1,0,4)), scale=1.0); mx.eval(o); print(o.shape)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "(1, 1, 2, 4)" in r.stdout
+
+
+def test_metal_kernel_builds_and_refuses_to_run_as_mlx():
+    """Without Metal, MLX builds the kernel object (model code does so at import time) and
+    raises its RuntimeError only when it is called; bad arguments are its TypeError."""
+    for lib in (pm, M):
+        k = lib.fast.metal_kernel(name="copy", input_names=["a"], output_names=["o"],
+                                  source="o[0] = a[0];")
+        assert callable(k)
+        with pytest.raises(RuntimeError, match=r"^\[metal_kernel\] No Metal back-end\.$"):
+            k(inputs=[lib.array([1.0])], output_shapes=[(1,)], output_dtypes=[lib.float32],
+              grid=(1, 1, 1), threadgroup=(1, 1, 1))
+        with pytest.raises(TypeError, match="incompatible function arguments"):
+            lib.fast.metal_kernel(name="copy", input_names=["a"], output_names=["o"])
+        with pytest.raises(TypeError, match="incompatible function arguments"):
+            lib.fast.metal_kernel(name="copy", input_names="a", output_names=["o"], source=1)

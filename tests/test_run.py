@@ -142,6 +142,62 @@ def test_cli_run_exit_code(tmp_path):
     assert out.returncode == 5
 
 
+def test_run_module_in_process(tmp_path, monkeypatch, capsys):
+    (tmp_path / "mlxprog.py").write_text(SCRIPT)
+    monkeypatch.chdir(tmp_path)  # `python -m` finds modules in the current directory
+    mlx_compat.run_module("mlxprog", ["--steps", "2"])
+    out = capsys.readouterr().out
+    assert "module module pycudamlx.core True" in out
+    assert "argv ['--steps', '2']" in out
+    assert "value array([3, 5, 7], dtype=float32)" in out
+    assert "name __main__" in out
+    assert mlx_compat.installed() is None
+    with pytest.raises(mlx_compat.NoSuchModule, match="No module named 'no_such_mod'"):
+        mlx_compat.run_module("no_such_mod")
+    assert mlx_compat.installed() is None
+
+
+def test_cli_run_module(tmp_path):
+    (tmp_path / "mlxprog.py").write_text(SCRIPT + "\nimport sys\nsys.exit(3)\n")
+    out = subprocess.run([sys.executable, "-m", "pycudamlx", "run", "-m", "mlxprog", "-x", "y"],
+                         env=subprocess_env(), cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 3, out.stderr
+    assert "argv ['-x', 'y']" in out.stdout
+    missing = subprocess.run([sys.executable, "-m", "pycudamlx", "run", "-m", "no_such_mod"],
+                             env=subprocess_env(), cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120)
+    assert missing.returncode == 1 and "No module named 'no_such_mod'" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    bare = subprocess.run([sys.executable, "-m", "pycudamlx", "run"], env=subprocess_env(),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert bare.returncode == 2 and "give a script to run, or -m MODULE" in bare.stderr
+
+
+def test_mlx_alias_for_test_suites(tmp_path):
+    """`pytest -p pycudamlx.mlx_alias` runs a test suite written for MLX on pycudamlx, in the
+    pytest-xdist workers too (they load the same -p plugins)."""
+    (tmp_path / "test_uses_mlx.py").write_text(textwrap.dedent("""
+        import mlx.core as mx
+        import mlx.nn as nn
+
+        def test_it():
+            assert mx.__name__ == "pycudamlx.core"
+            assert type(nn.Linear(2, 3)).__module__.startswith("pycudamlx.nn")
+            assert (mx.array([1, 2]) + 1).tolist() == [2, 3]
+    """))
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "pycudamlx.mlx_alias",
+                          "-p", "no:cacheprovider", str(tmp_path)], env=subprocess_env(),
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "1 passed" in out.stdout
+    code = ("import pycudamlx.mlx_alias, mlx.core as mx, pycudamlx.core as pm; "
+            "print(mx is pm)")
+    alias = subprocess.run([sys.executable, "-c", code], env=subprocess_env(), cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+    assert alias.stdout.strip() == "True", alias.stderr
+
+
 # ------------------------------------------------------------------------------------------------
 # pycudamlx.utils against mlx.utils
 

@@ -118,12 +118,10 @@ def promote_operands(a: Any, b: Any, op_name: str | None = None
         dtype = dt.promote_types(a._dtype, b._dtype)
     elif a_is:
         dtype = dt.scalar_result_dtype(a._dtype, b, op_name)
-        b = constant(b, dtype) if not hasattr(b, "__len__") and not isinstance(
-            b, np.ndarray) else array(b, dtype)
+        b = constant(b, dtype) if not hasattr(b, "__len__") else _operand_array(b, dtype)
     elif b_is:
         dtype = dt.scalar_result_dtype(b._dtype, a, op_name)
-        a = constant(a, dtype) if not hasattr(a, "__len__") and not isinstance(
-            a, np.ndarray) else array(a, dtype)
+        a = constant(a, dtype) if not hasattr(a, "__len__") else _operand_array(a, dtype)
     else:
         dtype = dt.promote_types(dt.operand_dtype(a), dt.operand_dtype(b))
         a = array(a, dtype) if type(a) in _PLAIN_SCALARS else _scalar_array(a, dtype)
@@ -132,6 +130,16 @@ def promote_operands(a: Any, b: Any, op_name: str | None = None
 
 
 _PLAIN_SCALARS = frozenset((int, float, bool, complex))
+
+
+def _operand_array(x: Any, dtype: dt.Dtype) -> array:
+    """A sized non-array operand (a list, a numpy array, a sequence) as an array of ``dtype``;
+    one that MLX's bindings read as a number first (a mock: it has ``__len__`` and
+    ``__complex__``) as that scalar."""
+    if type(x) is list or type(x) is tuple or isinstance(x, np.ndarray):
+        return array(x, dtype)
+    c = dt.odd_number(x)
+    return array(x, dtype) if c is None else constant(c, dtype)
 
 
 def _scalar_array(x: Any, dtype: dt.Dtype) -> array:

@@ -358,12 +358,30 @@ def cuda_kernel(name: str, input_names: Sequence[str], output_names: Sequence[st
                       ensure_row_contiguous, shared_memory)
 
 
-def metal_kernel(name: str, input_names: Sequence[str], output_names: Sequence[str],
-                 source: str, header: str = "", ensure_row_contiguous: bool = True,
+def metal_kernel(name: str = None, input_names: Sequence[str] = None,  # type: ignore[assignment]
+                 output_names: Sequence[str] = None, source: str = None,  # type: ignore[assignment]
+                 header: str = "", ensure_row_contiguous: bool = True,
                  atomic_outputs: bool = False, compile_options: Any = None) -> Any:
-    """Metal kernels need Apple's GPU: unavailable here (use cuda_kernel)."""
-    raise RuntimeError("[metal_kernel] No Metal back-end. pycudamlx runs on NVIDIA GPUs: "
-                       "write the kernel body in CUDA and use mx.fast.cuda_kernel.")
+    """A Metal kernel object, as MLX's non-Metal builds make it: building one succeeds (model
+    code builds its kernels at import time and only calls them on Metal), calling it raises MLX's
+    RuntimeError. On NVIDIA GPUs write the body in CUDA and use ``cuda_kernel``."""
+    args = (name, input_names, output_names, source, header)
+    if not (isinstance(name, str) and isinstance(source, str) and isinstance(header, str)
+            and all(isinstance(names, (list, tuple)) and all(isinstance(n, str) for n in names)
+                    for names in (input_names, output_names))):
+        raise _incompatible("metal_kernel", _METAL_SIG, args)
+
+    def no_metal(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("[metal_kernel] No Metal back-end.")
+
+    no_metal.__name__ = name
+    return no_metal
+
+
+_METAL_SIG = ("metal_kernel(name: str, input_names: collections.abc.Sequence[str], output_names: "
+              "collections.abc.Sequence[str], source: str, header: str = '', "
+              "ensure_row_contiguous: bool = True, atomic_outputs: bool = False, compile_options: "
+              "object | None = None) -> object")
 
 
 def precompiled_cuda_kernel(*args: Any, **kwargs: Any) -> Any:
