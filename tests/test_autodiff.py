@@ -837,3 +837,49 @@ def test_the_weight_gradient_of_x_at_w_transposed_is_row_major(x_shape):
     _close(ours, theirs)
     mx.eval(ours)
     assert ours._data.flags["C_CONTIGUOUS"]
+
+
+# jvp's tangent dtypes: MLX runs forward mode primitive by primitive, so a comparison's tangent
+# is zeros of the input tangent's dtype, astype casts the tangent, float math promotes it.
+_JVP_DTYPE_CASES = {
+    "greater": lambda M: lambda x: x > 0,
+    "equal_f16": lambda M: lambda x: x.astype(M.float16) == 0,
+    "isnan": lambda M: lambda x: M.isnan(x),
+    "isinf": lambda M: lambda x: M.isinf(x),
+    "isposinf": lambda M: lambda x: M.isposinf(x),
+    "logical_not": lambda M: lambda x: M.logical_not(x > 0),
+    "logical_and": lambda M: lambda x: M.logical_and(x > 0, x < 1),
+    "xor": lambda M: lambda x: (x > 0) ^ (x < 0),
+    "sum_of_bool": lambda M: lambda x: M.sum(x > 0, axis=1),
+    "any": lambda M: lambda x: M.any(x > 0),
+    "cumsum_of_bool": lambda M: lambda x: M.cumsum(x > 0, axis=1),
+    "sort_of_bool": lambda M: lambda x: M.sort(x > 0),
+    "argsort": lambda M: lambda x: M.argsort(x),
+    "argmax": lambda M: lambda x: M.argmax(x),
+    "stack_of_bool": lambda M: lambda x: M.stack([x > 0, x < 0]),
+    "reshape_of_bool": lambda M: lambda x: (x > 0).reshape(-1),
+    "maximum_of_bool": lambda M: lambda x: M.maximum(x > 0, x < 0),
+    "where_int": lambda M: lambda x: M.where(x > 0, 1, 2),
+    "where_float": lambda M: lambda x: M.where(x > 0, x, 0),
+    "astype_int": lambda M: lambda x: x.astype(M.int32),
+    "astype_int_cmp": lambda M: lambda x: x.astype(M.int32) > 0,
+    "astype_f16_mul": lambda M: lambda x: x.astype(M.float16) * 2,
+    "mul_astype_f16": lambda M: lambda x: (x * 2).astype(M.float16),
+    "bool_astype_bf16": lambda M: lambda x: (x > 0).astype(M.bfloat16),
+    "floor": lambda M: lambda x: M.floor(x),
+}
+
+
+@pytest.mark.parametrize("primal", ["float32", "float16"])
+@pytest.mark.parametrize("case", list(_JVP_DTYPE_CASES))
+def test_jvp_tangent_dtypes_match_mlx(case, primal):
+    M = pytest.importorskip("mlx.core")
+    got = []
+    for lib in (mx, M):
+        x = lib.array([[1.5, -2.0, 0.0], [3.0, 0.5, -1.0]], getattr(lib, primal))
+        t = lib.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])  # float32 tangents
+        out, jv = lib.jvp(_JVP_DTYPE_CASES[case](lib), [x], [t])
+        j = jv[0]
+        got.append((str(j.dtype).rsplit(".", 1)[-1], tuple(j.shape),
+                    np.array(j.astype(lib.float32)).tolist()))
+    assert got[0] == got[1]

@@ -303,28 +303,91 @@ def jvp(fun: Callable, primals: Sequence[array], tangents: Sequence[array]
             jvps = engine.backward(gs, cts, us, tape)
         else:
             jvps = [None] * len(us)
-    jvps = [j if j is not None else engine.zeros_for(o) for j, o in zip(jvps, outs)]
-    return outs, _widen_tangents(jvps, ts)
+        jvps = [j if j is not None else engine.zeros_for(o) for j, o in zip(jvps, outs)]
+        jvps = _tangent_dtypes(jvps, outs, leaves, ts, tape)
+    return outs, jvps
 
 
-def _widen_tangents(jvps: list, tangents: list) -> list:
-    """MLX's tangents promote through each primitive's jvp: float tangents wider than the
-    primals (float32 ones for a float16 function) give float32 output tangents. The transposed
-    vjp here works in the primals' dtypes, so widen its results to that promotion."""
-    wide = None
-    for t in tangents:
-        if dt.issubdtype(t._dtype, dt.floating):
-            wide = t._dtype if wide is None else dt.promote_types(wide, t._dtype)
-    if wide is None:
-        return jvps
+#: Non-float elementwise outputs whose MLX tangent has the output's own dtype (bool zeros).
+_OWN_DTYPE = frozenset(("logical_and", "logical_or", "isinf", "isfinite"))
+#: Float ops with zero derivative, whose MLX tangent is ``zeros_like(primal)``.
+_ZERO_OF_PRIMAL = frozenset(("floor", "ceil", "round", "sign"))
+#: Primitives passing their inputs' tangent dtype through (MLX applies them to the tangent).
+_TANGENT_THROUGH = frozenset(("Reduce", "Scan", "View", "Reshape", "Copy", "Contiguous",
+                              "Assemble", "AllTrue", "Sort", "Split", "_Alias"))
+
+
+def _tangent_dtypes(jvps: list, outs: list, leaves: list, tangents: list, tape: dict) -> list:
+    """Each output tangent in the dtype MLX's forward mode gives it.
+
+    The tangents here come from transposing the vjp, in the primals' dtypes. MLX runs forward
+    mode primitive by primitive instead, so its tangent dtypes follow other rules: ``astype``
+    casts the tangent (``x.astype(float16) * 2`` has a float16 tangent even for a float32 one),
+    a comparison gives zeros of its inputs' tangents' dtype (``x > 0`` has float32 zeros, not
+    bool), reductions, reshapes and sorts pass a tangent's dtype on, float ops promote their
+    dtype with their inputs' tangents' (a float32 tangent through float16 math stays float32),
+    arg-reductions and the logical and/or give their own dtype. This walks the traced graph
+    once with those rules and casts each output tangent to the result.
+    """
+    from ..graph.primitives.elementwise import AsType, Binary, Unary, Where
+
+    by_leaf = {id(leaf): t._dtype for leaf, t in zip(leaves, tangents)}
+    memo: dict[int, Any] = {}
+
+    def tangent_dtype(n: array) -> Any:
+        key = id(n)
+        if key in by_leaf:
+            return by_leaf[key]
+        if key in memo:
+            return memo[key]
+        memo[key] = None
+        info = engine._node_info(n, tape)
+        result = None
+        if info is not None:
+            prim, inputs, _ = info
+            kind = type(prim)
+            ins = [tangent_dtype(i) for i in (inputs[1:] if kind is Where else inputs)]
+            through = _promoted(ins)
+            own = n._dtype
+            if through is None:
+                result = None
+            elif kind is AsType:
+                result = own
+            elif kind is Binary or kind is Unary:
+                if prim.name in _ZERO_OF_PRIMAL:
+                    result = own
+                elif dt.issubdtype(own, dt.inexact):
+                    result = own if (own.kind != "c" and through.kind == "c") else \
+                        dt.promote_types(own, through)
+                else:
+                    result = own if prim.name in _OWN_DTYPE else through
+            elif kind.__name__ in _TANGENT_THROUGH and not getattr(prim, "indices", False):
+                result = through
+            elif dt.issubdtype(own, dt.inexact):
+                result = own if (own.kind != "c" and through.kind == "c") else \
+                    dt.promote_types(own, through)
+            else:
+                result = own  # argmax, argsort, ...: their own (integer) dtype
+        memo[key] = result
+        return result
+
     out = []
-    for j in jvps:
-        if dt.issubdtype(j._dtype, dt.floating):
-            target = dt.promote_types(j._dtype, wide)
-            if target is not j._dtype:
-                j = j.astype(target)
+    for j, o in zip(jvps, outs):
+        want = tangent_dtype(o)
+        if want is not None and want is not j._dtype:
+            j = j.astype(want)
         out.append(j)
     return out
+
+
+def _promoted(dtypes: list) -> Any:
+    present = [d for d in dtypes if d is not None]
+    if not present:
+        return None
+    result = present[0]
+    for d in present[1:]:
+        result = dt.promote_types(result, d)
+    return result
 
 
 class custom_function:  # noqa: N801 - MLX's name
