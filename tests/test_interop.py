@@ -274,3 +274,18 @@ def test_numpy_view_without_copy_keeps_the_array_alive(mlx):
         assert ref() is None
     h = np.array(mx.array([1.5, -2.0], mx.bfloat16), copy=False)
     assert h.dtype == ml_dtypes.bfloat16 and h.tolist() == [1.5, -2.0]
+
+
+def test_numpy_refusing_bfloat16_is_its_runtime_error(mlx):
+    """numpy has no bfloat16: from_dlpack raises its RuntimeError, as with MLX (a capsule
+    destructor written in Python would turn it into a SystemError)."""
+    for lib in (mx, mlx):
+        with pytest.raises(RuntimeError, match="Unsupported dtype in DLTensor"):
+            np.from_dlpack(lib.array([1.0, 2.0], lib.bfloat16))
+    from pycudamlx.core import interop
+
+    before = len(interop._exports)
+    for _ in range(3):
+        np.from_dlpack(mx.array([1.0, 2.0]))  # other dtypes still release their exports
+        mx.array([3.0]).__dlpack__()          # also when nobody consumes the capsule
+    assert len(interop._exports) == before

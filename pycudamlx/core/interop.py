@@ -197,8 +197,13 @@ def _make_capsule(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...],
     addr = ctypes.addressof(mt)
     with _exports_lock:
         _exports[addr] = (mt, shape_arr, strides_arr, owner)
+    # A bfloat16 capsule gets no destructor: numpy refuses bfloat16, and drops the capsule with
+    # its RuntimeError ("Unsupported dtype in DLTensor.") set; a destructor written in Python
+    # would then turn that error into a SystemError. Consumers that take bfloat16 (torch,
+    # JAX) call the deleter as usual; only a bfloat16 capsule nobody consumes keeps its export.
+    destructor = None if dtype is dt.bfloat16 else _DESTRUCTOR_PTR
     try:
-        return _PyCapsule_New(addr, name, _DESTRUCTOR_PTR)
+        return _PyCapsule_New(addr, name, destructor)
     except BaseException:
         _release_export(addr)
         raise
