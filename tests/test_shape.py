@@ -531,3 +531,23 @@ def test_broadcast_to_converts_scalars_not_sequences(mx):
                  "M.broadcast_to(2.5, (2, 2))", "M.broadcast_to(np.ones(2), (2, 2))",
                  "M.broadcast_to(True, (3,))"):
         both(mx, text)
+
+
+@pytest.mark.parametrize("shape,axes", [((1, 2), (0, 0)), ((2, 2), (0, 0)), ((1, 2), (1, 5)),
+                                        ((1, 2), (5, 0)), ((1, 2), (0, 5)), ((1, 1), (0, -2)),
+                                        ((2, 1), (5, 1)), ((1, 1), (-3,)), ((1, 3, 1), (2, 0))])
+def test_squeeze_axis_errors_in_mlx_order(mx, shape, axes):
+    """MLX checks the sorted axes one by one (range, then size) and duplicates last."""
+    outcomes = []
+    for lib in (pm, mx):
+        try:
+            outcomes.append(("ok", lib.squeeze(lib.zeros(shape), axes).shape))
+        except Exception as e:  # noqa: BLE001 - compared
+            outcomes.append((type(e).__name__, str(e)))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_median_duplicate_axis_message(mx):
+    for lib in (pm, mx):
+        with pytest.raises(ValueError, match=r"^\[median\] Received duplicate axis\.$"):
+            lib.median(lib.zeros((2, 2)), axis=(0, -2))

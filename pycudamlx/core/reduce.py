@@ -59,7 +59,8 @@ def _axis_int(value: Any, fn: str) -> int:
         raise _incompatible(fn, "axis", value) from None
 
 
-def _axes(a: array, axis: Any, fn: str, bad_axis: str | None = None) -> tuple[int, ...]:
+def _axes(a: array, axis: Any, fn: str, bad_axis: str | None = None,
+          duplicate: str = "Duplicate axes detected in reduction.") -> tuple[int, ...]:
     """Normalized, sorted, unique reduction axes; MLX's errors for bad or duplicate axes."""
     ndim = len(a._shape)
     if axis is None:
@@ -76,7 +77,7 @@ def _axes(a: array, axis: Any, fn: str, bad_axis: str | None = None) -> tuple[in
                 raise AxisError(bad_axis.format(axis=x, ndim=ndim))
     axes = [normalize_axis(x, ndim) for x in raw]
     if len(set(axes)) != len(axes):
-        raise ValueError("Duplicate axes detected in reduction.")
+        raise ValueError(duplicate)
     return tuple(sorted(axes))
 
 
@@ -294,7 +295,8 @@ def median(a: array, /, axis: None | int | Any = None, keepdims: bool = False, *
     """The median over ``axis`` (NaN propagates); ValueError over an empty axis (MLX)."""
     a = require_array(a, "median")
     axes = _axes(a, axis, "median",
-                 "[median] axis {axis} is out of bounds for array with {ndim} dimensions.")
+                 "[median] axis {axis} is out of bounds for array with {ndim} dimensions.",
+                 "[median] Received duplicate axis.")
     if not axes and axis is not None:
         raise ValueError("[flatten] start_axis must be less than or equal to end_axis")
     if not _pyall(a._shape[i] != 0 for i in axes):

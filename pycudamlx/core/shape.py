@@ -265,20 +265,26 @@ def squeeze(a: array, /, axis: int | Sequence[int] | None = None, *,
         raw = int_list(axis, "axis", "squeeze")
         if not raw:
             return fresh(a, stream)
-        if len({x + ndim if x < 0 else x for x in raw}) != len(raw):
+        # MLX's order: the axes sorted, each checked for range then size, duplicates last
+        axes = []
+        for x in sorted(raw, key=lambda v: v + ndim if -ndim <= v < 0 else v):
+            axes.append(_squeezable(check_axis(x, ndim, "squeeze"), shape))
+        if len(set(axes)) != len(axes):
             raise ValueError("[squeeze] Received duplicate axes.")
-        axes = sorted(check_axis(x, ndim, "squeeze") for x in raw)
     else:
-        axes = [check_axis(_int(axis, "axis", "squeeze"), ndim, "squeeze")]
-    for x in axes:
-        if shape[x] != 1:
-            raise ValueError(f"[squeeze] Cannot squeeze axis {x} with size {shape[x]} which is "
-                             "not equal to 1.")
+        axes = [_squeezable(check_axis(_int(axis, "axis", "squeeze"), ndim, "squeeze"), shape)]
     if not axes:
         return fresh(a, stream)
     keep = [d for d in range(ndim) if d not in axes]
     out = tuple(shape[d] for d in keep)
     return view(a, _drop_insert_spec(shape, keep, out, range(len(keep))), "squeeze", stream)
+
+
+def _squeezable(axis: int, shape: tuple[int, ...]) -> int:
+    if shape[axis] != 1:
+        raise ValueError(f"[squeeze] Cannot squeeze axis {axis} with size {shape[axis]} which is "
+                         "not equal to 1.")
+    return axis
 
 
 def expand_dims(a: array, /, axis: int | Sequence[int], *, stream: Any = None) -> array:
