@@ -159,10 +159,27 @@ def _comparable(self: array, other: Any, method: str) -> Any:
 _NOT_COMPARABLE = object()
 
 
+#: Operators whose op is a plain binary_op: two arrays of one dtype and shape take
+#: elementwise.binary_same, skipping the op function, promotion and broadcasting.
+_SAME_DTYPE_FAST = frozenset(("add", "subtract", "multiply", "divide"))
+_binary_same: Any = None
+
+
 def _binary(method: str, op_name: str, label: str, reflected: bool = False) -> Any:
+    fast = op_name in _SAME_DTYPE_FAST
+
     def operator(self: array, other: Any) -> Any:
-        if type(other) is not array and type(other) not in _PLAIN:
-            other = _operand(self, other, method, label)
+        global _binary_same
+        if type(other) is not array:
+            if type(other) not in _PLAIN:
+                other = _operand(self, other, method, label)
+        elif fast and other._dtype is self._dtype and other._shape == self._shape:
+            if _binary_same is None:
+                from .elementwise import binary_same as _binary_same
+            r = _binary_same(op_name, other, self) if reflected else \
+                _binary_same(op_name, self, other)
+            if r is not None:
+                return r
         if reflected:
             return _op(op_name)(other, self)
         return _op(op_name)(self, other)

@@ -124,6 +124,17 @@ def binary_op(name: str, a: Any, b: Any, stream: Any = None, op_label: str | Non
     return make(prim, (a, b), shape, op.output_dtype(dtype), s)
 
 
+def binary_same(name: str, a: array, b: array) -> array | None:
+    """``binary_op(name, a, b)`` for two arrays of one dtype and shape on the default stream:
+    the operators' common case (``x + y``), without promotion or broadcasting; None where the
+    dtype needs them (integer true division, a family the op refuses: binary_op decides)."""
+    prim, op = _binary_row(name)
+    dtype = a._dtype
+    if dtype.kind not in op.families or (op.inputs == "float" and dtype.kind not in _FLOAT_KINDS):
+        return None
+    return make(prim, (a, b), a._shape, op.output_dtype(dtype), dev.resolve_stream(None))
+
+
 def unary_op(name: str, a: Any, stream: Any = None, fn: str | None = None) -> array:
     """Apply the unary op ``name`` of the op table (``fn``: the public name, for messages)."""
     prim, op = _unary_row(name)
