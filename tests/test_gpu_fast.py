@@ -66,11 +66,14 @@ def test_norms_gpu(dtype, shape):
     x = _arr(rng.standard_normal(shape).astype(np.float32) * 2 + 0.5, dtype)
     w = _arr(rng.standard_normal(shape[-1:]).astype(np.float32), dtype)
     b = _arr(rng.standard_normal(shape[-1:]).astype(np.float32), dtype)
-    _both(lambda s: pm.fast.rms_norm(x, w, 1e-5, stream=s), dtype)
-    _both(lambda s: pm.fast.rms_norm(x, None, 1e-5, stream=s), dtype)
-    _both(lambda s: pm.fast.layer_norm(x, w, b, 1e-5, stream=s), dtype)
-    _both(lambda s: pm.fast.layer_norm(x, None, b, 1e-5, stream=s), dtype)
-    _both(lambda s: pm.fast.layer_norm(x, w, None, 1e-5, stream=s), dtype)
+    # The CPU reference of a float64 norm is MLX's, which accumulates in float32 (~3e-5 off
+    # the exact result over 40,000 elements); the GPU is compared with it at float32's tolerance
+    scale = 8.0 if dtype == "float64" else 1.0
+    _both(lambda s: pm.fast.rms_norm(x, w, 1e-5, stream=s), dtype, scale)
+    _both(lambda s: pm.fast.rms_norm(x, None, 1e-5, stream=s), dtype, scale)
+    _both(lambda s: pm.fast.layer_norm(x, w, b, 1e-5, stream=s), dtype, scale)
+    _both(lambda s: pm.fast.layer_norm(x, None, b, 1e-5, stream=s), dtype, scale)
+    _both(lambda s: pm.fast.layer_norm(x, w, None, 1e-5, stream=s), dtype, scale)
 
 
 def test_norms_gpu_unaligned_and_strided():
