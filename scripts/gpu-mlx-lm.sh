@@ -4,6 +4,16 @@
 # through pycudamlx.mlx_alias on the GPU, with a tiny random model standing in for the hub
 # model those tests load (.carry/gpu/hfhub). Prints the summary and the failing tests.
 #   SITE=/tmp/lmsite OUT=/tmp/out bash scripts/gpu-mlx-lm.sh [pytest args]
+#
+# Making .carry/gpu (gitignored; ~29 MB, carried with the device tool's `carry`), on a machine
+# with the package index:
+#   pip download --python-version 3.12 --only-binary=:all: --platform manylinux_2_28_x86_64 \
+#       --platform manylinux2014_x86_64 --platform any -d .carry/gpu/wheels mlx-lm==0.32.2 \
+#       transformers sentencepiece protobuf pyyaml jinja2 requests   # then drop numpy, click
+#   pip download --no-deps --no-binary :all: mlx-lm==0.32.2  # the sdist: copy its tests/ to
+#                                                            # .carry/gpu/mlxlm/tests
+#   .carry/gpu/hfhub: a hub cache holding models--mlx-community--Qwen1.5-0.5B-Chat-4bit, a tiny
+#   random 4-bit qwen2 with a byte-level BPE tokenizer (the model mlx-lm's tests load by name)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SITE=${SITE:-/tmp/lmsite} OUT=${OUT:-/tmp/gpu-mlx-lm}
