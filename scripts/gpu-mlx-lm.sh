@@ -12,8 +12,8 @@
 #       transformers sentencepiece protobuf pyyaml jinja2 requests   # then drop numpy, click
 #   pip download --no-deps --no-binary :all: mlx-lm==0.32.2  # the sdist: copy its tests/ to
 #                                                            # .carry/gpu/mlxlm/tests
-#   .carry/gpu/hfhub: a hub cache holding models--mlx-community--Qwen1.5-0.5B-Chat-4bit, a tiny
-#   random 4-bit qwen2 with a byte-level BPE tokenizer (the model mlx-lm's tests load by name)
+#   python tests/mlx_lm_cases.py /tmp/w hub && cp -r /tmp/w/hub .carry/gpu/hfhub  # a tiny
+#   random 4-bit qwen2 standing in for the hub model mlx-lm's tests load by name
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SITE=${SITE:-/tmp/lmsite} OUT=${OUT:-/tmp/gpu-mlx-lm}

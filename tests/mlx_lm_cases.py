@@ -2,6 +2,7 @@
 pycudamlx (through ``pycudamlx.mlx_alias``) by tests/test_mlx_lm.py, which compares the two.
 
     python tests/mlx_lm_cases.py WORKDIR CASE     # imports mlx: whichever one the process has
+    python tests/mlx_lm_cases.py WORKDIR hub      # the stand-in hub model of mlx-lm's own tests
 
 WORKDIR holds the model folders the cases share; ``build`` writes them with numpy, safetensors
 and tokenizers only (no MLX), so both backends load the very same weights and tokenizer. The
@@ -125,6 +126,32 @@ def build(work: Path) -> None:
     rows = [{"text": t.strip() + "."} for t in TEXT.split(".")[:6] if t.strip()]
     for split in ("train", "valid", "test"):
         (data / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def hub(work: Path) -> None:
+    """A stand-in for the hub model mlx-lm's own tests load by name: a tiny random 4-bit qwen2
+    in the Hugging Face cache layout under WORK/hub (point HF_HUB_CACHE there, offline)."""
+    from mlx_lm.utils import _get_classes, quantize_model, save_config, save_model
+
+    repo = work / "hub" / "models--mlx-community--Qwen1.5-0.5B-Chat-4bit"
+    snap = repo / "snapshots" / ("0" * 40)
+    snap.mkdir(parents=True, exist_ok=True)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    config = {"model_type": "qwen2", "hidden_size": 64, "num_hidden_layers": 2,
+              "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "rms_norm_eps": 1e-6, "rope_theta": 1e6, "tie_word_embeddings": False,
+              "max_position_embeddings": 4096, "vocab_size": _tokenizer(snap),
+              "eos_token_id": 2}
+    model_class, args_class = _get_classes(config)
+    model = model_class(args_class.from_dict(config))
+    import mlx.core as mx
+
+    model.load_weights([(k, mx.array(v)) for k, v in
+                        _weights(model_class, args_class.from_dict(config)).items()])
+    model, config = quantize_model(model, config, 64, 4)
+    save_model(snap, model)
+    save_config(config, snap / "config.json")
 
 
 def _load(work: Path, family: str = "llama"):
@@ -296,8 +323,8 @@ CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case
 
 def main() -> None:
     work, case = Path(sys.argv[1]), sys.argv[2]
-    if case == "build":
-        build(work)
+    if case in ("build", "hub"):
+        (build if case == "build" else hub)(work)
         print("RESULT {}")
         return
     result = CASES[case](work)
