@@ -643,8 +643,6 @@ def run_cmd(module: str | None, args: tuple[str, ...]) -> None:
             mlx_compat.run_module(module, list(args))
     except mlx_compat.NoSuchModule as exc:
         raise click.ClickException(str(exc)) from None
-    except SystemExit:
-        raise
     except Exception:  # the program's own error: a normal traceback and exit status 1
         traceback.print_exc()
         raise click.exceptions.Exit(1) from None

@@ -11,11 +11,8 @@ already imported, so later imports get pycudamlx's. ``mlx_compat.uninstall()`` u
 
 from __future__ import annotations
 
-import sys
-
 from . import mlx_compat
 
 if mlx_compat.installed() is None:
-    for _name in [n for n in sys.modules if n == "mlx" or n.startswith("mlx.")]:
-        del sys.modules[_name]
+    mlx_compat.forget_mlx_modules()
     mlx_compat.install()

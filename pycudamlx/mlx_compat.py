@@ -23,7 +23,8 @@ import sys
 import types
 from typing import Any, Iterator, Sequence
 
-__all__ = ["MlxFinder", "install", "uninstall", "installed", "run_script", "run_module"]
+__all__ = ["MlxFinder", "install", "uninstall", "installed", "run_script", "run_module",
+           "forget_mlx_modules"]
 
 #: What ``mlx.<name>`` resolves to when it is not simply ``pycudamlx.<name>``.
 _EXPLICIT = {
@@ -130,8 +131,16 @@ def install() -> MlxFinder:
 def uninstall() -> None:
     """Remove the hook and forget the ``mlx`` modules it served."""
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, MlxFinder)]
-    for name in [n for n in sys.modules if n == "mlx" or n.startswith("mlx.")]:
+    forget_mlx_modules()
+
+
+def forget_mlx_modules() -> dict[str, types.ModuleType]:
+    """Drop ``mlx`` and ``mlx.*`` from ``sys.modules`` (the next import resolves them again);
+    returns what was there."""
+    gone = {n: m for n, m in sys.modules.items() if n == "mlx" or n.startswith("mlx.")}
+    for name in gone:
         del sys.modules[name]
+    return gone
 
 
 def run_module(name: str, argv: Sequence[str] = ()) -> None:
@@ -171,9 +180,7 @@ def _served(argv0: str, argv: Sequence[str], first_on_path: str) -> Iterator[Non
     saved_argv = sys.argv
     saved_path = list(sys.path)
     saved_main = sys.modules.get("__main__")
-    saved_mlx = {n: m for n, m in sys.modules.items() if n == "mlx" or n.startswith("mlx.")}
-    for name in saved_mlx:
-        del sys.modules[name]
+    saved_mlx = forget_mlx_modules()
     had_hook = installed() is not None
     install()
     sys.argv = [argv0, *argv]

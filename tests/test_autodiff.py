@@ -883,3 +883,15 @@ def test_jvp_tangent_dtypes_match_mlx(case, primal):
         got.append((str(j.dtype).rsplit(".", 1)[-1], tuple(j.shape),
                     np.array(j.astype(lib.float32)).tolist()))
     assert got[0] == got[1]
+
+
+def test_jvp_of_a_deep_function():
+    """The tangent-dtype walk is iterative: thousands of traced ops deep is fine."""
+    def f(x):
+        for _ in range(3000):
+            x = x * 1.0001
+        return x > 0, x
+
+    _, (cmp, val) = mx.jvp(f, [mx.array([1.0])], [mx.array([1.0])])
+    assert cmp.dtype == mx.float32 and cmp.tolist() == [0.0]
+    np.testing.assert_allclose(val.tolist(), [1.0001 ** 3000], rtol=1e-3)

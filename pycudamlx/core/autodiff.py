@@ -312,9 +312,23 @@ def jvp(fun: Callable, primals: Sequence[array], tangents: Sequence[array]
 _OWN_DTYPE = frozenset(("logical_and", "logical_or", "isinf", "isfinite"))
 #: Float ops with zero derivative, whose MLX tangent is ``zeros_like(primal)``.
 _ZERO_OF_PRIMAL = frozenset(("floor", "ceil", "round", "sign"))
-#: Primitives passing their inputs' tangent dtype through (MLX applies them to the tangent).
-_TANGENT_THROUGH = frozenset(("Reduce", "Scan", "View", "Reshape", "Copy", "Contiguous",
-                              "Assemble", "AllTrue", "Sort", "Split", "_Alias"))
+_tangent_through: frozenset[type] | None = None
+
+
+def _through_kinds() -> frozenset[type]:
+    """Primitives passing their inputs' tangent dtype through (MLX applies them to the tangent):
+    reductions, scans, reshapes and views, copies, concatenation and splits, sorts."""
+    global _tangent_through
+    if _tangent_through is None:
+        from ..graph.primitives import shape as S
+        from ..graph.primitives.elementwise import AllTrue
+        from ..graph.primitives.reduce import Reduce, Scan
+        from ..graph.primitives.sorting import Sort
+        from .array import _Alias
+
+        _tangent_through = frozenset((Reduce, Scan, S.View, S.Reshape, S.Copy, S.Contiguous,
+                                      S.Assemble, S.Split, AllTrue, Sort, _Alias))
+    return _tangent_through
 
 
 def _tangent_dtypes(jvps: list, outs: list, leaves: list, tangents: list, tape: dict) -> list:
@@ -327,53 +341,53 @@ def _tangent_dtypes(jvps: list, outs: list, leaves: list, tangents: list, tape: 
     bool), reductions, reshapes and sorts pass a tangent's dtype on, float ops promote their
     dtype with their inputs' tangents' (a float32 tangent through float16 math stays float32),
     arg-reductions and the logical and/or give their own dtype. This walks the traced graph
-    once with those rules and casts each output tangent to the result.
+    once (iteratively: traced functions can be thousands of ops deep) with those rules and
+    casts each output tangent to the result.
     """
     from ..graph.primitives.elementwise import AsType, Binary, Unary, Where
 
-    by_leaf = {id(leaf): t._dtype for leaf, t in zip(leaves, tangents)}
-    memo: dict[int, Any] = {}
+    through_kinds = _through_kinds()
+    # id(node) -> tangent dtype, None where the node does not depend on the inputs
+    known: dict[int, Any] = {id(leaf): t._dtype for leaf, t in zip(leaves, tangents)}
 
-    def tangent_dtype(n: array) -> Any:
-        key = id(n)
-        if key in by_leaf:
-            return by_leaf[key]
-        if key in memo:
-            return memo[key]
-        memo[key] = None
-        info = engine._node_info(n, tape)
-        result = None
-        if info is not None:
-            prim, inputs, _ = info
-            kind = type(prim)
-            ins = [tangent_dtype(i) for i in (inputs[1:] if kind is Where else inputs)]
-            through = _promoted(ins)
-            own = n._dtype
-            if through is None:
-                result = None
-            elif kind is AsType:
-                result = own
-            elif kind is Binary or kind is Unary:
-                if prim.name in _ZERO_OF_PRIMAL:
-                    result = own
-                elif dt.issubdtype(own, dt.inexact):
-                    result = own if (own.kind != "c" and through.kind == "c") else \
-                        dt.promote_types(own, through)
-                else:
-                    result = own if prim.name in _OWN_DTYPE else through
-            elif kind.__name__ in _TANGENT_THROUGH and not getattr(prim, "indices", False):
-                result = through
-            elif dt.issubdtype(own, dt.inexact):
-                result = own if (own.kind != "c" and through.kind == "c") else \
-                    dt.promote_types(own, through)
+    def rule(n: array, prim: Any, inputs: tuple) -> Any:
+        kind = type(prim)
+        through = _promoted([known[id(i)] for i in (inputs[1:] if kind is Where else inputs)])
+        own = n._dtype
+        if through is None:
+            return None
+        if kind is AsType:
+            return own
+        if kind is Binary or kind is Unary:
+            if prim.name in _ZERO_OF_PRIMAL:
+                return own
+            if not dt.issubdtype(own, dt.inexact):
+                return own if prim.name in _OWN_DTYPE else through
+        elif kind in through_kinds and not getattr(prim, "indices", False):
+            return through
+        elif not dt.issubdtype(own, dt.inexact):
+            return own  # argmax, argsort, ...: their own (integer) dtype
+        # float math: its dtype promoted with the tangents' (a real op keeps a complex tangent out)
+        return own if (own.kind != "c" and through.kind == "c") else dt.promote_types(own, through)
+
+    for o in outs:
+        stack = [(o, False)]
+        while stack:
+            n, expanded = stack.pop()
+            if id(n) in known:
+                continue
+            info = engine._node_info(n, tape)
+            if info is None:
+                known[id(n)] = None
+            elif expanded:
+                known[id(n)] = rule(n, info[0], info[1])
             else:
-                result = own  # argmax, argsort, ...: their own (integer) dtype
-        memo[key] = result
-        return result
+                stack.append((n, True))
+                stack.extend((i, False) for i in info[1] if id(i) not in known)
 
     out = []
     for j, o in zip(jvps, outs):
-        want = tangent_dtype(o)
+        want = known[id(o)]
         if want is not None and want is not j._dtype:
             j = j.astype(want)
         out.append(j)
