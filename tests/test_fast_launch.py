@@ -67,6 +67,7 @@ def fake(monkeypatch):
 
     monkeypatch.setattr(fast, "_module", module_for)
     monkeypatch.setattr(gpu_array, "empty", empty)
+    monkeypatch.setattr(gpu_array, "device_scratch", empty)
     monkeypatch.setattr(fast, "_copy", lambda src, dst, st: None)
     monkeypatch.setattr(fast, "_fill", lambda dst, value, st: None)
     fast._plans.clear()
@@ -134,12 +135,47 @@ def test_sdpa_kernel_choice_and_grid_split(fake, monkeypatch):
     assert tiled[0].calls[0][0] == (9, 4, 3)
     # the tensor-core module is never shipped: without NVRTC or a cache entry, SIMT instead
     fake.state["unavailable"].add("sdpa_mma_module")
-    q, k, v = (_arr(fake, (1, 2, 5, 80), dt.bfloat16) for _ in range(3))
+    q, k, v = (_arr(fake, (1, 2, 25, 80), dt.bfloat16) for _ in range(3))
     fast.sdpa(q, k, v, None, 0, None, 0.1, False, -3.0e38, dt.bfloat16, fake.stream)
     simt = fake.modules[("sdpa_module", ("bfloat16",))].kernel_list
     assert simt[1 + registry.SDPA_TILED_DIMS.index(80)].calls
     monkeypatch.setattr(fast, "USE_MMA", False)
     assert fast.sdpa_kernel_kind(64, 64, dt.float16, fake.stream.device) == "tiled"
+
+
+def test_sdpa_decode_split_launch(fake, monkeypatch):
+    """Few queries: flash-decoding, keys split so one sequence fills the 132 SMs twice, a GQA
+    group of 4 heads in one block, then one combine block per query row."""
+    bf = dt.bfloat16
+    q = _arr(fake, (1, 32, 1, 64), bf)
+    k, v = (_arr(fake, (1, 8, 1000, 64), bf) for _ in range(2))
+    fast.sdpa(q, k, v, None, 0, None, 0.125, False, -3.0e38, bf, fake.stream)
+    kernels = fake.modules[("sdpa_decode_module", ("bfloat16",))].kernel_list
+    (grid, block, args), = kernels[0].calls       # head dim 64: 2 dims per lane, 8 rows
+    splits = grid[0]
+    assert grid[1:] == (8, 1) and block == 128 and 12 <= splits <= 1000 // 64
+    chunk = args[-1]
+    assert chunk % 16 == 0 and (splits - 1) * chunk < 1000 <= splits * chunk
+    (cgrid, cblock, cargs), = kernels[-1].calls
+    assert cgrid == 32 and cargs[-1] == splits
+    # a short cache: one split, no partials, no combine
+    k, v = (_arr(fake, (1, 8, 40, 128), bf) for _ in range(2))
+    q = _arr(fake, (1, 32, 1, 128), bf)
+    fast.sdpa(q, k, v, None, 0, None, 0.125, False, -3.0e38, bf, fake.stream)
+    (grid, _, args), = kernels[1].calls
+    assert grid == (1, 8, 1) and args[-2] == 0 and len(kernels[-1].calls) == 1
+    # head dim 256 takes the 4-row variant: 8 queries x GQA 2 = 16 rows in 4 z-blocks
+    q = _arr(fake, (2, 4, 8, 256), bf)
+    k, v = (_arr(fake, (2, 2, 300, 256), bf) for _ in range(2))
+    fast.sdpa(q, k, v, None, 0, None, 0.1, False, -3.0e38, bf, fake.stream)
+    (grid, _, _), = kernels[2].calls
+    assert grid[1:] == (4, 4)
+    # nine queries, float64 and the switch keep the prefill kernels
+    monkeypatch.setattr(fast, "USE_SPLIT", False)
+    assert fast._split_variant(q, k, v, bf) is None
+    monkeypatch.setattr(fast, "USE_SPLIT", True)
+    assert fast._split_variant(_arr(fake, (1, 4, 9, 64), bf), k, v, bf) is None
+    assert fast._split_variant(q, k, v, dt.float64) is None
 
 
 def test_norm_launch(fake):
@@ -172,3 +208,14 @@ def test_rope_launch(fake):
     total, HT, T, D, dims, oc, ostride = args[4:11]
     assert (total, HT, T, D, dims, ostride) == (2 * 3 * 5 * (3 + 4), 15, 5, 10, 6, 1)
     assert args[2] == off.buffer.ptr and args[3] == 0 and args[-1] == 1
+
+
+def test_gemv_splits_k_for_narrow_products():
+    """A 2048-wide projection (1,024 warps of 2 columns) splits K 8 ways so ~8k warps stream
+    the weight on 132 SMs; an lm head (16,000 warps) does not; every slice keeps a load per lane."""
+    from pycudamlx.backend.cuda.launch import k_slices
+
+    assert k_slices(1024, 256, 132) == 8
+    assert k_slices(4096, 256, 132) == 2
+    assert k_slices(16000, 256, 132) == 1
+    assert k_slices(3, 40, 132) == 1 and k_slices(3, 64, 132) == 2

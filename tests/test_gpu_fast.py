@@ -239,6 +239,87 @@ def test_sdpa_gpu_many_heads():
           "float16", 3)
 
 
+#: (B, Hq, Hkv, Tq, Tk, Dk, Dv): few queries against a KV cache (flash-decoding, sdpa_split):
+#: one split and many, GQA groups of 1-8, MHA, every head-dim variant, Dk != Dv, ragged tails.
+SPLIT_SHAPES = [
+    (1, 32, 8, 1, 1, 64, 64), (1, 32, 8, 1, 777, 64, 64), (2, 8, 2, 1, 4099, 128, 128),
+    (1, 4, 4, 3, 65, 80, 80), (1, 16, 2, 2, 1000, 96, 96), (3, 6, 3, 8, 300, 256, 256),
+    (1, 2, 1, 5, 130, 40, 200), (1, 64, 8, 1, 33000, 128, 128),
+]
+
+
+@pytest.fixture(params=["split", "prefill"])
+def split_path(request, monkeypatch):
+    """Few-query attention on the decode kernels and on the prefill kernels."""
+    from pycudamlx.backend.cuda import fast
+
+    monkeypatch.setattr(fast, "USE_SPLIT", request.param == "split")
+    return request.param
+
+
+#: every shape on the decode kernels; on the prefill kernels too where the cache is short (their
+#: long rows are covered above)
+SPLIT_CASES = [(shape, path) for shape in SPLIT_SHAPES for path in ("split", "prefill")
+               if path == "split" or shape[4] <= 5000]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("shape,path", SPLIT_CASES)
+def test_sdpa_gpu_decode_split(dtype, shape, path, monkeypatch):
+    from pycudamlx.backend.cuda import fast
+
+    monkeypatch.setattr(fast, "USE_SPLIT", path == "split")
+    B, Hq, Hkv, Tq, Tk, D, Dv = shape
+    assert (fast._split_variant(pm.zeros((B, Hq, Tq, D)), pm.zeros((B, Hkv, Tk, D)),
+                                pm.zeros((B, Hkv, Tk, Dv)), getattr(pm, dtype)) is None) == (
+        path == "prefill")
+    q, k, v = _qkv(B, Hq, Hkv, Tq, Tk, D, Dv, dtype)
+    sc = 1.0 / D ** 0.5
+    f = pm.fast.scaled_dot_product_attention
+    _both(lambda s: f(q, k, v, scale=sc, stream=s), dtype, 3)
+    _both(lambda s: f(q, k, v, scale=sc, mask="causal", stream=s), dtype, 3)
+    bm = _arr(rng.random((Tq, Tk)) > 0.3)
+    _both(lambda s: f(q, k, v, scale=sc, mask=bm, stream=s), dtype, 3)
+    am = _arr(rng.standard_normal((B, 1, Tq, Tk)).astype(np.float32), dtype)
+    _both(lambda s: f(q, k, v, scale=sc, mask=am, stream=s), dtype, 3)
+    sk = _arr(rng.standard_normal(Hq).astype(np.float32), dtype)
+    _both(lambda s: f(q, k, v, scale=sc, mask=bm, sinks=sk, stream=s), dtype, 3)
+
+
+def test_sdpa_gpu_decode_cache_views_and_hidden_rows(split_path):
+    """A KV cache read through a slice of its buffer (strided rows) and a transposed query;
+    rows that see no key (boolean: they average V) and rows of -inf (NaN), over many splits."""
+    f = pm.fast.scaled_dot_product_attention
+    buf = _arr(rng.standard_normal((1, 8, 2048, 64)).astype(np.float32), "bfloat16")
+    k, v = buf[..., :1500, :], buf[..., 7:1507, :]
+    q = _arr(rng.standard_normal((1, 1, 32, 64)).astype(np.float32), "bfloat16")
+    q = q.transpose(0, 2, 1, 3)
+    _both(lambda s: f(q, k, v, scale=0.125, stream=s), "bfloat16", 3)
+    offset = pm.array([1000], dtype=pm.int32)
+    visible = pm.arange(1500, dtype=pm.int32)[None, :] <= offset[:, None]
+    _both(lambda s: f(q, k, v, scale=0.125, mask=visible, stream=s), "bfloat16", 3)
+    q, k, v = _qkv(1, 4, 2, 2, 3000, 64, 64, "float32")
+    hidden = np.ones((2, 3000), bool)
+    hidden[1] = False
+    _both(lambda s: f(q, k, v, scale=0.125, mask=_arr(hidden), stream=s), "float32")
+    ninf = np.zeros((2, 3000), np.float32)
+    ninf[0] = -np.inf
+    out = np.array(f(q, k, v, scale=0.125, mask=_arr(ninf), stream=pm.gpu))
+    assert np.isnan(out[:, :, 0]).all() and not np.isnan(out[:, :, 1]).any()
+
+
+def test_sdpa_gpu_decode_split_fills_the_gpu(gpu_device):
+    """One sequence, 32 k keys, GQA 32/8: the keys split over at least a block per SM."""
+    from pycudamlx.backend.cuda import fast
+
+    q, k, v = _qkv(1, 32, 8, 1, 32768, 128, 128, "bfloat16")
+    fast._plans.clear()
+    pm.eval(pm.fast.scaled_dot_product_attention(q, k, v, scale=0.1, stream=pm.gpu))
+    (plan,) = [p for p in fast._plans.values() if p[0] == "split"]
+    gx, gy, gz = plan[2]
+    assert gx > 1 and gx * gy * gz >= gpu_device.properties.multiprocessors
+
+
 def test_sdpa_gpu_float64_oracle_long():
     q, k, v = _qkv(1, 2, 1, 1000, 1000, 128, 128, "float32")
     out = np.array(pm.fast.scaled_dot_product_attention(q, k, v, scale=0.088, mask="causal",

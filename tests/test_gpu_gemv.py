@@ -64,7 +64,8 @@ def _check(got, x, w, dtype):
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("m,k,n", [(1, 8, 1), (1, 2048, 8192), (3, 520, 999), (8, 4096, 4099),
-                                   (5, 24, 2047), (1, 16, 2048), (2, 8192, 5), (7, 1032, 3001)])
+                                   (5, 24, 2047), (1, 16, 2048), (2, 8192, 5), (7, 1032, 3001),
+                                   (1, 8192, 2049), (4, 2056, 2047), (1, 2048, 32001)])
 def test_few_rows_by_transposed_weight(dtype, m, k, n, gemv_calls):
     x, w = _rand((m, k), dtype, 1), _rand((n, k), dtype, 2)
     got = mx.matmul(x, mx.transpose(w), stream=mx.gpu)

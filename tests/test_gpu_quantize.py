@@ -193,6 +193,29 @@ def test_quantized_matvec_kernel(bits, gs, dtype):
         assert (err <= bound).all(), (shape, float((err / (magnitude + 1e-30)).max()))
 
 
+@pytest.mark.parametrize("bits", (2, 4, 8))
+@pytest.mark.parametrize("dtype", ("float32", "bfloat16"))
+def test_quantized_matvec_kernel_split_k(bits, dtype):
+    """A decode projection narrow enough that qmv.cu splits K over the warps of a block (and
+    a ragged last block): the same bound against the CPU composition."""
+    d = getattr(mx, dtype)
+    n_out, k = 2049, 4096
+    w = mx.array(RNG.standard_normal((n_out, k)).astype(np.float32)).astype(d)
+    q = mx.quantize(w, 64, bits, stream=mx.cpu)
+    mx.eval(q)
+    wm = _host(mx.dequantize(*q, 64, bits, dtype=mx.float32, stream=mx.cpu)).astype(np.float64)
+    for shape in ((1, k), (5, k)):
+        x = mx.array(RNG.standard_normal(shape).astype(np.float32)).astype(d)
+        y = mx.quantized_matmul(x, *q, group_size=64, bits=bits, stream=mx.gpu)
+        assert "quantized_matvec" in _prims(y)
+        ref = _host(mx.quantized_matmul(x, *q, group_size=64, bits=bits, stream=mx.cpu))
+        _on_gpu(y)
+        magnitude = np.abs(_host(x).astype(np.float64)) @ np.abs(wm).T
+        err = np.abs(_host(y).astype(np.float64) - ref)
+        bound = 4 * k * 2.0 ** -24 * magnitude + 2 * _EPS[dtype] * np.abs(ref) + 1e-6
+        assert (err <= bound).all(), (shape, float((err / (magnitude + 1e-30)).max()))
+
+
 def test_quantized_matvec_layouts_and_fallbacks():
     """Views are read right (copied dense/aligned first); more rows than the kernel takes,
     other modes and gradients keep the dequantize + matmul composition."""

@@ -174,6 +174,17 @@ def empty(shape: tuple[int, ...], dtype: dt.Dtype, stream: CudaStream) -> GpuArr
                     _strides_of.get(shape) or contiguous_strides(shape), dtype)
 
 
+def device_scratch(shape: tuple[int, ...], dtype: dt.Dtype, stream: CudaStream) -> GpuArray:
+    """A temporary in device memory (never managed: no page migration, no host access) that
+    only ``stream``'s kernels touch, so its block is reused once they are done."""
+    n = dtype.size
+    for e in shape:
+        n *= e
+    buf = memory.allocate(n, stream.device, memory.DEVICE, stream)
+    buf.last_use = stream
+    return GpuArray(buf, 0, shape, contiguous_strides(shape), dtype)
+
+
 def from_numpy(host: np.ndarray, dtype: dt.Dtype, stream: CudaStream) -> GpuArray:
     """Upload a numpy array (already of ``dtype``'s numpy type) to ``stream``'s device.
 

@@ -146,12 +146,63 @@ def _rows_16b(x: Any) -> bool:
     return all(s % 8 == 0 for s, e in zip(x.strides[:3], x.shape[:3]) if e > 1)
 
 
+#: Set to False to keep few-query attention on the prefill kernels (tests compare both paths).
+USE_SPLIT = True
+#: keys per split at least (a split's fixed cost is a block start and one merge)
+_SPLIT_MIN_KEYS = 64
+
+
+def _split_variant(q: Any, k: Any, v: Any, out_dtype: dt.Dtype) -> int | None:
+    """The sdpa_split variant index for few queries against a KV cache, or None."""
+    B, Hq, Tq, Dk = q.shape
+    Hkv, Dv = k.shape[1], v.shape[3]
+    if (not USE_SPLIT or Tq > registry.SDPA_SPLIT_MAX_TQ or out_dtype.name == "float64"
+            or B * Hkv > _MAX_GRID_Y):
+        return None
+    widest = max(Dk, Dv)
+    for index, (per_lane, _) in enumerate(registry.SDPA_SPLIT_VARIANTS):
+        if widest <= 32 * per_lane:
+            return index
+    return None
+
+
+def _split_plan(q: Any, k: Any, v: Any, ms: tuple, mask_kind: int, causal: bool,
+                has_sinks: bool, scale: float, masked_value: float, out_dtype: dt.Dtype,
+                variant: int, stream: CudaStream) -> tuple:
+    """("split", split kernel, grid, args, chunk, splits, combine kernel): flash-decoding.
+
+    Enough key splits that the blocks fill the GPU about twice, each of at least
+    _SPLIT_MIN_KEYS keys (a multiple of the 16 keys the 4 warps take at a time)."""
+    B, Hq, Tq, Dk = q.shape
+    Hkv, Tk, Dv = k.shape[1], k.shape[2], v.shape[3]
+    mod = _module(registry.sdpa_decode_module, (out_dtype.name,), stream.device)
+    rows_per_block = registry.SDPA_SPLIT_VARIANTS[variant][1]
+    gz = -(-(Hq // Hkv) * Tq // rows_per_block)
+    base = B * Hkv * gz
+    target = 2 * stream.device.properties.multiprocessors
+    splits = max(1, min(-(-target // base), Tk // _SPLIT_MIN_KEYS))
+    chunk = -(-Tk // splits)
+    chunk = -(-chunk // 16) * 16
+    splits = -(-Tk // chunk)
+    out_strides = gpu_array.contiguous_strides((B, Hq, Tq, Dv))
+    args = _SDPA_ARGS.pack(*q.strides, *k.strides, *v.strides, *out_strides, *ms,
+                           float(masked_value), float(scale), B, Hq, Hkv, Tq, Tk, Dk, Dv,
+                           mask_kind, int(causal), int(has_sinks), 0, 0, 0)
+    return ("split", mod.kernel_list[variant], (splits, B * Hkv, gz), args, chunk, splits,
+            mod.kernel_list[len(registry.SDPA_SPLIT_VARIANTS)], B * Hq * Tq, Dv)
+
+
 def _sdpa_plan(q: Any, k: Any, v: Any, ms: tuple, mask_kind: int, causal: bool,
                has_sinks: bool, scale: float, masked_value: float, out_dtype: dt.Dtype,
                stream: CudaStream) -> tuple:
-    """(kernel, [(grid, packed SdpaArgs)]) for one attention configuration."""
+    """A plan for one attention configuration: _split_plan's for few queries, else (kernel,
+    [(grid, packed SdpaArgs)])."""
     B, Hq, Tq, Dk = q.shape
     Hkv, Tk, Dv = k.shape[1], k.shape[2], v.shape[3]
+    variant = _split_variant(q, k, v, out_dtype)
+    if variant is not None:
+        return _split_plan(q, k, v, ms, mask_kind, causal, has_sinks, scale, masked_value,
+                           out_dtype, variant, stream)
     kind = sdpa_kernel_kind(Dk, Dv, out_dtype, stream.device)
     vec = 0
     if kind == "mma":
@@ -207,7 +258,7 @@ def sdpa(q: Any, k: Any, v: Any, mask: Any | None, mask_kind: int, sinks: Any | 
     qp, kp, vp, op = _ptr(q), _ptr(k), _ptr(v), _ptr(out)
     key = ("sdpa", out_dtype, q.shape, q.strides, k.shape, k.strides, v.shape, v.strides, ms,
            mask_kind, bool(causal), sinks is not None, float(scale), float(masked_value),
-           (qp & 15, kp & 15, vp & 15), USE_MMA, stream.device.index)
+           (qp & 15, kp & 15, vp & 15), USE_MMA, USE_SPLIT, stream.device.index)
     plan = _plans.get(key)
     if plan is None:
         plan = _sdpa_plan(q, k, v, ms, mask_kind, causal, sinks is not None, scale,
@@ -215,6 +266,16 @@ def sdpa(q: Any, k: Any, v: Any, mask: Any | None, mask_kind: int, sinks: Any | 
         if len(_plans) > 4096:
             _plans.clear()
         _plans[key] = plan
+    if plan[0] == "split":
+        _, kernel, grid, args, chunk, splits, combine, rows, Dv = plan
+        if splits == 1:
+            kernel(grid, 128, stream, qp, kp, vp, mp, sp, op, args, 0, chunk)
+        else:
+            part = gpu_array.device_scratch((splits * rows * (Dv + 2),), dt.float32, stream)
+            kernel(grid, 128, stream, qp, kp, vp, mp, sp, op, args, _ptr(part), chunk)
+            combine(rows, 128, stream, _ptr(part), sp, op, args, splits)
+        _record_write(out, stream)
+        return out
     kernel, launches = plan
     for grid, args in launches:
         kernel(grid, 128, stream, qp, kp, vp, mp, sp, op, args)

@@ -26,6 +26,7 @@ from typing import Any, Sequence
 from ... import dtypes as dt
 from . import array as gpu_array, compiler, cublas, elementwise, registry
 from .elementwise import _ptr, _record_write, collapse
+from .launch import k_slices
 from .stream import CudaStream
 
 log = logging.getLogger(__name__)
@@ -168,8 +169,8 @@ def _gemv(a: Any, b: Any, out: Any, stream: CudaStream) -> bool:
     pa, pb = _ptr(a), _ptr(b)
     if (pa | pb) & 15:  # the kernel reads both 16 bytes at a time
         return False
-    kernel, grid, m, n, k, ldx, ldw = plan
-    kernel(grid, 32 * _GEMV_WARPS, stream, pa, pb, _ptr(out), m, n, k, ldx, ldw)
+    kernel, grid, m, n, k, ldx, ldw, ksplit = plan
+    kernel(grid, 32 * _GEMV_WARPS, stream, pa, pb, _ptr(out), m, n, k, ldx, ldw, ksplit)
     _record_write(out, stream)
     return True
 
@@ -177,7 +178,7 @@ def _gemv(a: Any, b: Any, out: Any, stream: CudaStream) -> bool:
 def _gemv_plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[int, ...],
                b_strides: tuple[int, ...], shape: tuple[int, ...], out_strides: tuple[int, ...],
                dtype: dt.Dtype, stream: CudaStream) -> Any:
-    """(kernel, grid, m, n, k, ldx, ldw) when gemv.cu computes this product, else False: a
+    """(kernel, grid, m, n, k, ldx, ldw, ksplit) when gemv.cu computes this product, else False: a
     float16/bfloat16/float32 product with no batch (all batch extents 1) into a contiguous
     output, at most GEMV_MAX_ROWS rows of ``a`` with unit column stride, ``b`` the transpose of
     a row-major (N, K) weight, K and both row strides whole 16-byte vectors."""
@@ -200,8 +201,10 @@ def _gemv_plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tu
     columns = 2 if n >= _GEMV_TWO_COLUMNS_FROM else 1
     mod = compiler.module_for(registry.gemv_module, (dtype.name,), stream.device)
     warps = -(-n // columns)
-    return (mod[registry.gemv_expression(dtype.name, columns)], -(-warps // _GEMV_WARPS),
-            m, n, k, ldx, ldw)
+    ksplit = k_slices(warps, k // vn, stream.device.properties.multiprocessors, _GEMV_WARPS)
+    return (mod[registry.gemv_expression(dtype.name, columns)],
+            -(-warps // (_GEMV_WARPS // ksplit)), m, n, k, ldx, ldw, ksplit)
+
 
 
 def _plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[int, ...],

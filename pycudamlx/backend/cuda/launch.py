@@ -108,3 +108,21 @@ def grid_for(n: int, block: int, device: driver.CudaDevice, waves: int = 8) -> i
     blocks = (n + block - 1) // block
     cap = device.properties.multiprocessors * waves
     return max(1, min(blocks, cap))
+
+
+#: warps per SM that keep enough weight bytes in flight to stream HBM in a matrix-vector product
+#: (each has 16 bytes per column and lane outstanding, a few iterations deep)
+STREAM_WARPS_PER_SM = 32
+
+
+def k_slices(column_warps: int, vecs: int, multiprocessors: int, warps_per_block: int = 8
+             ) -> int:
+    """How many warps split the K axis of each column group in gemv.cu / qmv.cu (1, 2, 4 or 8):
+    doubled while the column warps alone are too few to stream the weight and every slice keeps
+    at least one 16-byte load per lane (``vecs``: 16-byte vectors in a weight row)."""
+    ksplit = 1
+    while (ksplit < warps_per_block
+           and column_warps * ksplit < multiprocessors * STREAM_WARPS_PER_SM
+           and vecs >= 64 * ksplit):
+        ksplit *= 2
+    return ksplit

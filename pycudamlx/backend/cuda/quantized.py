@@ -16,6 +16,7 @@ from ... import dtypes as dt
 from . import array as gpu_array, compiler, registry
 from .elementwise import _ptr, _record_write
 from .fast import contiguous
+from .launch import k_slices
 from .stream import CudaStream
 
 #: Rows of x the kernel takes (its MAX_ROWS); more rows go through dequantize + GEMM.
@@ -56,20 +57,22 @@ def qmv(x: Any, w: Any, scales: Any, biases: Any, bits: int, group_size: int,
     if (xp | wp) & 15:  # the kernel reads both 16 bytes at a time
         x, w = _aligned_copy(x, stream), _aligned_copy(w, stream)
         xp, wp = _ptr(x), _ptr(w)
-    key = (x.dtype.name, bits, n_out, stream.device.index)
+    key = (x.dtype.name, bits, n_out, k_len, stream.device.index)
     plan = _plans.get(key)
     if plan is None:
         columns = 2 if n_out >= _TWO_COLUMNS_FROM else 1
         mod = compiler.module_for(registry.qmv_module, (x.dtype.name,), stream.device)
         warps = -(-n_out // columns)
+        ksplit = k_slices(warps, k_len * bits // 128, stream.device.properties.multiprocessors,
+                          _WARPS_PER_BLOCK)
         plan = (mod[registry.qmv_expression(x.dtype.name, bits, columns)],
-                -(-warps // _WARPS_PER_BLOCK))
+                -(-warps // (_WARPS_PER_BLOCK // ksplit)), ksplit)
         if len(_plans) > 1024:
             _plans.clear()
         _plans[key] = plan
-    kernel, grid = plan
+    kernel, grid, ksplit = plan
     kernel(grid, 32 * _WARPS_PER_BLOCK, stream, xp, wp, _ptr(scales), _ptr(biases), _ptr(out),
-           rows, n_out, k_len, group_size)
+           rows, n_out, k_len, group_size, ksplit)
     _record_write(out, stream)
     return out
 

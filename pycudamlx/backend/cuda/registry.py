@@ -228,6 +228,13 @@ def all_true_module() -> ModuleSpec:
     return ModuleSpec("all_true.bool", "all_true", _program("all_true.cu"), kernels, ("bool",))
 
 
+@functools.lru_cache(maxsize=None)
+def copy_many_module() -> ModuleSpec:
+    """Many device-to-device copies from a table in one launch (a CUDA graph's inputs/outputs)."""
+    kernels = (KernelSpec("copy_many", ("ptr",)),)
+    return ModuleSpec("copy_many", "copy_many", _program("copy_many.cu"), kernels, ())
+
+
 # Sequences, masks and the diagonal sum (sequence.cu); gathers and scatters (gather.cu).
 
 #: Index arrays one gather/scatter launch takes (gather.cu PCM_MAX_INDEX).
@@ -674,6 +681,27 @@ def sdpa_module(dtype: str) -> ModuleSpec:
     return ModuleSpec(f"sdpa.{dtype}", "sdpa", _program("sdpa.cu"), kernels, (dtype,))
 
 
+#: sdpa_split<T, A, R> variants (sdpa.cu): A dims per lane (head dims up to 32 * A), R query
+#: rows per block (fewer for the widest heads, to bound registers).
+SDPA_SPLIT_VARIANTS: tuple[tuple[int, int], ...] = ((2, 8), (4, 8), (8, 4))
+#: the decode kernels take this many queries at most (more: the prefill kernels).
+SDPA_SPLIT_MAX_TQ = 8
+
+
+@functools.lru_cache(maxsize=None)
+def sdpa_decode_module(dtype: str) -> ModuleSpec:
+    """Flash-decoding for one 16/32-bit floating dtype: sdpa_split in SDPA_SPLIT_VARIANTS order,
+    then sdpa_combine."""
+    t = _ctype(dtype)
+    split_sig = _SDPA_SIG + ("ptr", "i32")
+    kernels = tuple(KernelSpec(f"sdpa_split<{t}, {a}, {r}>", split_sig)
+                    for a, r in SDPA_SPLIT_VARIANTS)
+    kernels += (KernelSpec(f"sdpa_combine<{t}>", ("ptr", "ptr", "ptr",
+                                                   f"bytes:{SDPA_ARGS_BYTES}", "i32")),)
+    return ModuleSpec(f"sdpa_decode.{dtype}", "sdpa_decode", _program("sdpa.cu"), kernels,
+                      (dtype,))
+
+
 #: dtypes of the tensor-core attention kernels.
 SDPA_MMA_DTYPES: tuple[str, ...] = ("float16", "bfloat16")
 
@@ -692,7 +720,7 @@ def sdpa_mma_module(dtype: str, head_dim: int) -> ModuleSpec:
 QMV_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32")
 QMV_BITS: tuple[int, ...] = (2, 4, 8)
 QMV_COLUMNS: tuple[int, ...] = (1, 2)
-_QMV_SIG = ("ptr",) * 5 + ("i32", "i64", "i64", "i32")
+_QMV_SIG = ("ptr",) * 5 + ("i32", "i64", "i64", "i32", "i32")
 
 
 def qmv_expression(dtype: str, bits: int, columns: int) -> str:
@@ -719,7 +747,7 @@ def qmv_module(dtype: str) -> ModuleSpec:
 #: Dense products of a few rows against transposed weights (gemv.cu): dtypes, columns per warp.
 GEMV_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32")
 GEMV_COLUMNS: tuple[int, ...] = (1, 2)
-_GEMV_SIG = ("ptr",) * 3 + ("i32", "i64", "i64", "i64", "i64")
+_GEMV_SIG = ("ptr",) * 3 + ("i32", "i64", "i64", "i64", "i64", "i32")
 
 
 def gemv_expression(dtype: str, columns: int) -> str:
@@ -737,6 +765,7 @@ def fast_modules(dtypes: Sequence[str]) -> list[ModuleSpec]:
     modules = [f(d) for d in dtypes if d in FAST_DTYPES for f in (fast_norm_module, sdpa_module)]
     modules += [qmv_module(d) for d in dtypes if d in QMV_DTYPES]
     modules += [gemv_module(d) for d in dtypes if d in GEMV_DTYPES]
+    modules += [sdpa_decode_module(d) for d in dtypes if d in FAST_DTYPES and d != "float64"]
     modules += [sdpa_mma_module(d, hd) for d in dtypes if d in SDPA_MMA_DTYPES
                 for hd in SDPA_TILED_DIMS]
     return modules
@@ -771,6 +800,7 @@ def builtin_modules(dtypes: Sequence[str] = COMMON_DTYPES) -> list[ModuleSpec]:
             modules.append(scatter_module(d, index))
     if "bool" in dtypes:
         modules.append(all_true_module())
+    modules.append(copy_many_module())
     modules.extend(gemm_module(d) for d in dtypes if d in GEMM_DTYPES)
     modules.extend(gemm_mma_module(d) for d in dtypes if d in MMA_DTYPES)
     modules.extend(random_modules(dtypes))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ... import dtypes as dt
-from . import array as gpu_array, compiler, elementwise, memory, registry
+from . import array as gpu_array, compiler, elementwise, registry
 from .elementwise import _ptr, _record_write
 from .launch import grid_for
 from .stream import CudaStream
@@ -47,10 +47,7 @@ def _module(dtype: dt.Dtype, stream: CudaStream) -> compiler.LoadedModule:
 
 
 def _scratch(shape: tuple[int, ...], dtype: dt.Dtype, stream: CudaStream) -> Any:
-    """A temporary in device memory (never managed: no page migration, no host access)."""
-    buf = memory.allocate(_size(shape) * dtype.size, stream.device, memory.DEVICE, stream)
-    buf.last_use = stream  # only this stream's kernels touch it: reuse after them
-    return gpu_array.GpuArray(buf, 0, shape, gpu_array.contiguous_strides(shape), dtype)
+    return gpu_array.device_scratch(shape, dtype, stream)
 
 
 def _contiguous(x: Any, stream: CudaStream) -> Any:

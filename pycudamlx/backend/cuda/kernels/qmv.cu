@@ -8,7 +8,9 @@
 // each column's packed row at a time (PER_VEC values, all in one group since group_size is a
 // multiple of PER_VEC) and the matching PER_VEC values of each row of x, which it reuses for
 // the NC columns. Per group: s * sum(q * x) + b * sum(x), in float; the lanes' sums meet in a
-// warp shuffle. x, scales, biases and y share the dtype T.
+// warp shuffle. x, scales, biases and y share the dtype T. As gemv.cu, a narrow product splits
+// K over ``ksplit`` warps of a block (8 warps; ksplit divides 8) that meet in shared memory, so
+// enough warps stream the packed weight.
 
 template <typename T, int BITS, int NC>
 __global__ void __launch_bounds__(256) qmv_affine(const T* __restrict__ x,
@@ -16,25 +18,27 @@ __global__ void __launch_bounds__(256) qmv_affine(const T* __restrict__ x,
                                                   const T* __restrict__ scales,
                                                   const T* __restrict__ biases,
                                                   T* __restrict__ y, int32_t rows, int64_t n_out,
-                                                  int64_t k_len, int32_t group_size) {
+                                                  int64_t k_len, int32_t group_size,
+                                                  int32_t ksplit) {
   constexpr int PER_WORD = 32 / BITS;
   constexpr int PER_VEC = 4 * PER_WORD;
   constexpr unsigned int MASK = (1u << BITS) - 1u;
   constexpr int MAX_ROWS = 8;
   constexpr int XN = 16 / sizeof(T);  // elements of x per 16-byte load
   typedef Pack<T, XN> XP;
-  const int lane = threadIdx.x & 31;
-  const int64_t n0 = ((int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * NC;
-  if (n0 >= n_out) return;  // the whole warp leaves together
+  __shared__ float partial[8][NC][MAX_ROWS];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int group = warp / ksplit, slice = warp - group * ksplit;
+  const int64_t n0 = ((int64_t)blockIdx.x * (8 / ksplit) + group) * NC;
   const int64_t words_per_row = k_len / PER_WORD;
   const int64_t groups = k_len / group_size;
-  const int64_t vecs = k_len / PER_VEC;
+  const int64_t vecs = n0 < n_out ? k_len / PER_VEC : 0;  // past the end: only the sync
   float acc[NC][MAX_ROWS];
 #pragma unroll
   for (int c = 0; c < NC; ++c)
 #pragma unroll
     for (int m = 0; m < MAX_ROWS; ++m) acc[c][m] = 0.0f;
-  for (int64_t v = lane; v < vecs; v += 32) {
+  for (int64_t v = slice * 32 + lane; v < vecs; v += 32 * ksplit) {
     uint4 q[NC];
     float s[NC], b[NC];
     const int64_t g = v * PER_VEC / group_size;
@@ -81,7 +85,31 @@ __global__ void __launch_bounds__(256) qmv_affine(const T* __restrict__ x,
       float a = acc[c][m];
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
-      if (lane == 0 && n0 + c < n_out) y[m * n_out + n0 + c] = cast<T>(a);
+      acc[c][m] = a;
+      if (ksplit > 1 && lane == 0) partial[warp][c][m] = a;
+    }
+  }
+  if (ksplit > 1) {
+    __syncthreads();
+    if (slice != 0) return;
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+#pragma unroll
+      for (int m = 0; m < MAX_ROWS; ++m) {
+        if (m >= rows) break;
+        float a = acc[c][m];
+        for (int t = 1; t < ksplit; ++t) a += partial[warp + t][c][m];
+        acc[c][m] = a;
+      }
+    }
+  }
+  if (lane != 0) return;
+#pragma unroll
+  for (int c = 0; c < NC; ++c) {
+#pragma unroll
+    for (int m = 0; m < MAX_ROWS; ++m) {
+      if (m >= rows) break;
+      if (n0 + c < n_out) y[m * n_out + n0 + c] = cast<T>(acc[c][m]);
     }
   }
 }

@@ -247,6 +247,199 @@ sdpa_generic(const T* __restrict__ q, const T* __restrict__ k, const T* __restri
   }
 }
 
+// ---- decode: a few queries against many keys (flash-decoding) --------------------------------
+//
+// sdpa_split<T, A, R>: grid (splits, B * Hkv, ceil(G * Tq / R)) with G = Hq / Hkv, 128 threads.
+// Block (s, b * Hkv + hk, z) takes rows z*R .. z*R + R - 1 of the G * Tq queries that read kv
+// head hk (row r: query head hk * G + r / Tq, token r % Tq), so a GQA group reads each key once,
+// and keys [s * chunk, (s + 1) * chunk) of Tk, so one sequence fills the GPU. Lane l holds dims
+// l + 32x (x < A) of q, k and v (coalesced rows in any layout); warp w scores SDPA_DU keys at a
+// time (loads issued before use) and keeps an online softmax per row; the 4 warps merge in
+// shared memory. One split: the block applies the sink and writes the output; more: it writes
+// (max, sum, unnormalised output) per row to ``part`` and sdpa_combine merges the splits.
+// Hidden keys score a.masked, as in the kernels above, so results follow the same rules.
+
+#define SDPA_DU 4
+
+template <typename T, int A, int R>
+__global__ void __launch_bounds__(128)
+sdpa_split(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+           const void* __restrict__ mask, const T* __restrict__ sinks, T* __restrict__ out,
+           SdpaArgs a, float* __restrict__ part, int32_t chunk) {
+  __shared__ float sm_m[4][R], sm_l[4][R];
+  __shared__ float sm_acc[4][R][A * 32];
+  const float NEG_INF = -__int_as_float(0x7f800000);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int bhk = blockIdx.y;
+  const int b = bhk / a.Hkv, hk = bhk - b * a.Hkv;
+  const int G = a.Hq / a.Hkv, rows = G * a.Tq;
+  const int r0 = blockIdx.z * R;
+  const T* kb = k + b * a.ks[0] + hk * a.ks[1];
+  const T* vb = v + b * a.vs[0] + hk * a.vs[1];
+
+  float qv[R][A], m[R], l[R], acc[R][A];
+  int hr[R];
+  int64_t ir[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int rr = r0 + r < rows ? r0 + r : rows - 1;  // rows past the end repeat the last
+    hr[r] = hk * G + rr / a.Tq;
+    ir[r] = rr % a.Tq;
+    const T* qr = q + b * a.qs[0] + hr[r] * a.qs[1] + ir[r] * a.qs[2];
+#pragma unroll
+    for (int x = 0; x < A; ++x) {
+      const int d = lane + 32 * x;
+      qv[r][x] = d < a.Dk ? to_compute(qr[d * a.qs[3]]) * a.scale : 0.0f;
+      acc[r][x] = 0.0f;
+    }
+    m[r] = NEG_INF;
+    l[r] = 0.0f;
+  }
+  const int nr = rows - r0 < R ? rows - r0 : R;
+
+  const int64_t j_begin = (int64_t)blockIdx.x * chunk;
+  const int64_t j_end = j_begin + chunk < a.Tk ? j_begin + chunk : a.Tk;
+  for (int64_t j0 = j_begin + warp * SDPA_DU; j0 < j_end; j0 += 4 * SDPA_DU) {
+    float kk[SDPA_DU][A], vv[SDPA_DU][A];
+#pragma unroll
+    for (int u = 0; u < SDPA_DU; ++u) {
+      const int64_t j = j0 + u;
+      const bool ok = j < j_end;
+      const T* kr = kb + (ok ? j : j_begin) * a.ks[2];
+      const T* vr = vb + (ok ? j : j_begin) * a.vs[2];
+#pragma unroll
+      for (int x = 0; x < A; ++x) {
+        const int d = lane + 32 * x;
+        kk[u][x] = d < a.Dk ? to_compute(kr[d * a.ks[3]]) : 0.0f;
+        vv[u][x] = d < a.Dv ? to_compute(vr[d * a.vs[3]]) : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (r >= nr) break;
+      float s[SDPA_DU];
+      float mx = m[r];
+#pragma unroll
+      for (int u = 0; u < SDPA_DU; ++u) {
+        float dot = 0.0f;
+#pragma unroll
+        for (int x = 0; x < A; ++x) dot += qv[r][x] * kk[u][x];
+        dot = sdpa_warp_sum(dot);
+        const int64_t j = j0 + u;
+        s[u] = j < j_end ? sdpa_mask<T, float>(dot, mask, a, b, hr[r], ir[r], j) : NEG_INF;
+        mx = fmaxf(mx, s[u]);
+      }
+      if (mx == NEG_INF) continue;  // nothing seen yet: the state stays empty
+      const float alpha = expf(m[r] - mx);
+      float p[SDPA_DU], ps = 0.0f;
+#pragma unroll
+      for (int u = 0; u < SDPA_DU; ++u) {
+        p[u] = expf(s[u] - mx);
+        ps += p[u];
+      }
+      l[r] = l[r] * alpha + ps;
+      m[r] = mx;
+#pragma unroll
+      for (int x = 0; x < A; ++x) {
+        float o = acc[r][x] * alpha;
+#pragma unroll
+        for (int u = 0; u < SDPA_DU; ++u) o += p[u] * vv[u][x];
+        acc[r][x] = o;
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (lane == 0) {
+      sm_m[warp][r] = m[r];
+      sm_l[warp][r] = l[r];
+    }
+#pragma unroll
+    for (int x = 0; x < A; ++x) sm_acc[warp][r][lane + 32 * x] = acc[r][x];
+  }
+  __syncthreads();
+  const bool one = gridDim.x == 1;
+  const int64_t NR = (int64_t)a.B * a.Hq * a.Tq;
+  for (int e = threadIdx.x; e < nr * A * 32; e += 128) {
+    const int r = e / (A * 32), d = e - r * (A * 32);
+    float M = NEG_INF;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) M = fmaxf(M, sm_m[w][r]);
+    float L = 0.0f, O = 0.0f;
+    if (M != NEG_INF) {
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        const float c = sm_m[w][r] == NEG_INF ? 0.0f : expf(sm_m[w][r] - M);
+        L += sm_l[w][r] * c;
+        O += sm_acc[w][r][d] * c;
+      }
+    }
+    const int rr = r0 + r, h = hk * G + rr / a.Tq;
+    const int64_t i = rr % a.Tq;
+    if (one) {
+      if (d >= a.Dv) continue;
+      if (a.has_sinks) {
+        const float sk = to_compute(sinks[h]);
+        const float M2 = fmaxf(M, sk);
+        const float c = M == NEG_INF ? 0.0f : expf(M - M2);
+        L = L * c + expf(sk - M2);
+        O *= c;
+      }
+      out[b * a.os[0] + h * a.os[1] + i * a.os[2] + d * a.os[3]] = cast<T>(O / L);
+    } else {
+      const int64_t row = ((int64_t)b * a.Hq + h) * a.Tq + i;
+      const int64_t slot = (int64_t)blockIdx.x * NR + row;
+      if (d == 0) {
+        part[slot] = M;
+        part[gridDim.x * NR + slot] = L;
+      }
+      if (d < a.Dv) part[2 * gridDim.x * NR + slot * a.Dv + d] = O;
+    }
+  }
+}
+
+// sdpa_combine<T>: one block per query row merges sdpa_split's partials over ``splits`` (and the
+// sink), then writes the normalised row. Rows whose every score is -inf give 0/0 = NaN, as MLX.
+template <typename T>
+__global__ void __launch_bounds__(128)
+sdpa_combine(const float* __restrict__ part, const T* __restrict__ sinks, T* __restrict__ out,
+             SdpaArgs a, int32_t splits) {
+  const float NEG_INF = -__int_as_float(0x7f800000);
+  const int64_t NR = (int64_t)a.B * a.Hq * a.Tq;
+  const int64_t row = blockIdx.x;
+  const int64_t i = row % a.Tq;
+  const int64_t bh = row / a.Tq;
+  const int h = (int)(bh % a.Hq), b = (int)(bh / a.Hq);
+  float M = NEG_INF;
+  for (int s = 0; s < splits; ++s) M = fmaxf(M, part[s * NR + row]);
+  float sk = NEG_INF;
+  if (a.has_sinks) {
+    sk = to_compute(sinks[h]);
+    M = fmaxf(M, sk);
+  }
+  float L = 0.0f;
+  if (M != NEG_INF) {
+    for (int s = 0; s < splits; ++s) {
+      const float ms = part[s * NR + row];
+      if (ms != NEG_INF) L += part[(splits + s) * NR + row] * expf(ms - M);
+    }
+    if (a.has_sinks) L += expf(sk - M);
+  }
+  const float* acc = part + 2 * splits * NR;
+  T* orow = out + b * a.os[0] + h * a.os[1] + i * a.os[2];
+  for (int d = threadIdx.x; d < a.Dv; d += blockDim.x) {
+    float O = 0.0f;
+    if (M != NEG_INF) {
+      for (int s = 0; s < splits; ++s) {
+        const float ms = part[s * NR + row];
+        if (ms != NEG_INF) O += acc[(s * NR + row) * a.Dv + d] * expf(ms - M);
+      }
+    }
+    orow[d * a.os[3]] = cast<T>(O / L);
+  }
+}
+
 // ---- tensor cores (sm_80+): 16-bit q, k, v; Dk == Dv == D in {64, 80, 96, 128} -------------
 //
 // sdpa_mma<T, D>: FlashAttention-2's forward pass on mma.sync.m16n8k16 (float32 accumulate).
