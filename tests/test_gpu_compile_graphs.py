@@ -201,3 +201,32 @@ def test_graphs_are_released_with_their_compiled_function(monkeypatch) -> None:
     gc.collect()
     assert not _graph_prims()
     assert memory.stats.active_bytes <= before + 4 * 4099 * 4
+
+
+@pytest.mark.parametrize("nbytes,shift", [(306, 0), (18, 2), (612, 4), (1 << 20, 0),
+                                          (4099 * 3, 1), (0, 0)])
+def test_copy_many_moves_every_byte(nbytes, shift, gpu_device):
+    """kernels/copy_many.cu alone: 16-byte, word and byte paths, odd sizes and offsets."""
+    from pycudamlx.backend.cuda import compiler, memory, registry
+
+    stream = mx.default_stream(mx.gpu).cuda_stream()
+    kernel = compiler.module_for(registry.copy_many_module, (), gpu_device).kernel_list[0]
+    rng = np.random.default_rng(nbytes)
+    data = rng.integers(0, 256, nbytes + 8, dtype=np.uint8)
+    src = memory.allocate(nbytes + 8, gpu_device, memory.DEVICE, stream)
+    memory.copy_host_to_device(src, data, stream)
+    dsts = [memory.allocate(nbytes + 8, gpu_device, memory.DEVICE, stream) for _ in range(2)]
+    for d in dsts:
+        memory.memset(d, 0, stream)
+    table = np.array([[dsts[0].ptr, src.ptr + shift, nbytes],
+                      [dsts[1].ptr + shift, src.ptr, nbytes]], np.uint64)
+    tbuf = memory.allocate(table.nbytes, gpu_device, memory.DEVICE, stream)
+    memory.copy_host_to_device(tbuf, table.reshape(-1).view(np.uint8), stream)
+    kernel((max(1, -(-nbytes // 16384)), 2, 1), 256, stream, tbuf.ptr)
+    stream.synchronize()
+    got0 = memory.read_to_host(dsts[0], 0, nbytes + 8)
+    got1 = memory.read_to_host(dsts[1], 0, nbytes + 8)
+    np.testing.assert_array_equal(got0[:nbytes], data[shift:shift + nbytes])
+    assert not got0[nbytes:].any()
+    np.testing.assert_array_equal(got1[shift:shift + nbytes], data[:nbytes])
+    assert not got1[:shift].any() and not got1[shift + nbytes:].any()

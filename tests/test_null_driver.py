@@ -645,7 +645,34 @@ def test_a_compiled_chain_replays_as_one_graph_launch_from_its_third_call() -> N
     assert per_call[2][2] == 1 and per_call[2][1] == 1  # captured once, launched
     # later calls: one launch of the graph, no kernel launched one by one, no capture
     assert per_call[3] == per_call[4] == (0, 1, 0), per_call
-    assert cu.calls["cuMemcpyDtoDAsync"] == 3  # two inputs in, one output out
+    # inputs in and outputs out are the graph's own copy kernels: two table uploads, no copy
+    assert cu.calls["cuMemcpyDtoDAsync"] == 0 and cu.calls["cuMemcpyHtoDAsync"] == 2, cu.calls
+
+
+@null_test
+def test_a_graph_replay_fills_its_copy_tables_with_this_calls_addresses() -> None:
+    import pycudamlx.core as mx
+    from pycudamlx.graph.primitives import compiled_graph
+
+    cf, x, b = _compiled_chain(8)
+    for _ in range(3):
+        _evaluated(cf(x, b))
+    (prim,) = [r() for r in compiled_graph._live.values() if r() is not None]
+    replay = prim.replay
+    table_in, table_out = replay.tables
+    bt = mx.ones((2048,))[::2]  # another layout: copied in by a kernel before the launch
+    _evaluated(bt)
+    held = []
+    cu = _counted(lambda: held.append(cf(x, bt)) or held[0])
+    out = held[0]
+    srcs = {int(r[1]) for r in table_in.host if r[2]}
+    assert x._data.buffer.ptr in srcs and len(srcs) == 1  # bt's row says 0 bytes
+    assert sorted(int(r[2]) for r in table_in.host) == [0, 4096]
+    assert [int(r[0]) for r in table_in.host] == [g.buffer.ptr for g in replay.static_in]
+    assert [int(r[0]) for r in table_out.host] == [out._data.buffer.ptr]
+    assert int(table_out.host[0, 1]) == replay.static_out[0].buffer.ptr
+    assert int(table_out.host[0, 2]) == 4096
+    assert cu.calls["cuLaunchKernel"] == 1 and cu.calls["cuGraphLaunch"] == 1  # bt's copy
 
 
 @null_test
@@ -708,3 +735,24 @@ def test_work_a_graph_cannot_hold_abandons_the_capture_cleanly() -> None:
     del inputs
     gc.collect()
     assert memory.stats.active_bytes <= active
+
+
+@null_test
+def test_a_graph_copy_table_never_takes_a_block_freed_inside_the_capture() -> None:
+    """The replay overwrites a freed-and-reused block during the launch; the host writes the
+    copy tables before it, so theirs must be blocks of their own."""
+    import pycudamlx.core as mx
+    from pycudamlx.backend.cuda import graphs
+
+    _evaluated(mx.ones((4,)))
+    device = mx.default_stream(mx.default_device()).cuda_stream().device
+    pool = graphs.GraphPool(device)
+    first = pool.allocate(48, device)
+    ptr = first.ptr
+    first.free()
+    table = pool.allocate(48, device, fresh=True)
+    assert table.ptr != ptr
+    again = pool.allocate(48, device)
+    assert again.ptr == ptr
+    del table, again
+    pool.release(None)

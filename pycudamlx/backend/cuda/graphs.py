@@ -9,9 +9,13 @@ when). A graph bakes in every address its kernels touch, so it owns them:
   graph lives, so nothing else is ever given an address a replay writes. The pool counts as
   active memory until the graph is released.
 * **Static inputs and outputs** (``Replay``): each call copies its inputs into the graph's input
-  blocks, launches, and copies the outputs into fresh blocks of the shared pool. A caller's
-  arrays therefore never alias the graph's memory, and an output a caller still holds is never
-  overwritten by the next replay. The copies cost one driver call per array (device to device).
+  blocks and the outputs into fresh blocks of the shared pool. A caller's arrays therefore
+  never alias the graph's memory, and an output a caller still holds is never overwritten by
+  the next replay. The copies are the graph's own first and last kernels (kernels/copy_many.cu)
+  reading a table of (destination, source, bytes) in the graph's memory: a call writes this
+  call's addresses into the table (one upload through the pinned ring) and launches the graph,
+  two driver calls however many arrays pass through. An input of another layout (transposed,
+  broadcast) is copied in by a kernel of its own before the launch.
 * **What cannot be captured** raises ``memory.CaptureUnsupported`` inside the capture (host
   reads or writes of GPU memory, a host sync, cuFFT, a library's first use on a stream); the
   capture is discarded (nothing ran: captured work executes only at launch) and the caller runs
@@ -28,8 +32,10 @@ import threading
 import weakref
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from .. import memstats
-from . import driver, memory
+from . import compiler, driver, memory, registry
 from .array import GpuArray, contiguous_strides, empty
 from .stream import CudaStream
 
@@ -75,11 +81,14 @@ class GraphPool:
     def nbytes(self) -> int:
         return sum(size for _, size in self.blocks)
 
-    def allocate(self, nbytes: int, device: driver.CudaDevice) -> GraphBuffer:
+    def allocate(self, nbytes: int, device: driver.CudaDevice, fresh: bool = False
+                 ) -> GraphBuffer:
+        """A block of the pool; ``fresh``: never one freed during the capture (a block the
+        captured kernels write at some point of the replay, which the host cannot own)."""
         if device is not self.device:
             raise CaptureUnsupported("an allocation on another device")
         size = memory._block_size(nbytes)
-        free = self.free.get(size)
+        free = None if fresh else self.free.get(size)
         if free:
             ptr = free.pop()
         else:
@@ -163,14 +172,57 @@ def _release(graph_exec: Any, pool: GraphPool, stream: CudaStream) -> None:
     pool.release(stream)
 
 
+#: Bytes one copy_many block moves per pass of its grid-stride loop, in 16-byte vectors: the
+#: grid's x extent is the largest array over this, at most _COPY_MAX_BLOCKS blocks an entry.
+_COPY_BYTES_PER_BLOCK = 256 * 16 * 4
+_COPY_MAX_BLOCKS = 1024
+#: Bytes of one table entry (destination, source, bytes: three uint64).
+_ENTRY = 24
+
+
+class _CopyTable:
+    """copy_many's table for one direction: the block in the graph's memory the captured kernel
+    reads, the host copy a call fills, and the launch geometry fixed at capture."""
+
+    __slots__ = ("block", "host", "grid")
+
+    def __init__(self, pool: GraphPool, device: driver.CudaDevice, sizes: Sequence[int]) -> None:
+        # fresh: a block an earlier captured kernel wrote would be overwritten by the replay
+        # after the host uploaded this call's table into it
+        self.block = pool.allocate(max(1, len(sizes)) * _ENTRY, device, fresh=True)
+        self.host = np.zeros((len(sizes), 3), np.uint64)
+        self.host[:, 2] = sizes
+        largest = max(sizes, default=0)
+        self.grid = (max(1, min(_COPY_MAX_BLOCKS, -(-largest // _COPY_BYTES_PER_BLOCK))),
+                     len(sizes), 1)
+
+    def launch(self, kernel: Any, stream: CudaStream) -> None:
+        if self.grid[1]:
+            kernel(self.grid, 256, stream, self.block.ptr)
+
+    def upload(self, stream: CudaStream) -> None:
+        """The host table into the block, in ``stream``'s order (ring slots of at most
+        SMALL_UPLOAD_MAX bytes: thousands of arrays take several)."""
+        raw = self.host.reshape(-1).view(np.uint8)
+        step = memory.SMALL_UPLOAD_MAX
+        for at in range(0, raw.shape[0], step):
+            memory._upload_ring.copy(self.block.ptr + at, raw[at:at + step], stream)
+
+
+def _address(g: GpuArray) -> int:
+    return g.buffer.ptr + g.offset * g.dtype.size
+
+
 class Replay:
     """One captured graph with its static input and output blocks; ``run`` replays it.
 
     ``build(inputs)`` enqueues the work on ``stream`` for GpuArray inputs and returns the output
-    GpuArrays; it runs once, under capture, on the static inputs. ``prepare()`` runs first,
-    outside the capture (it puts the trace's constants on the GPU)."""
+    GpuArrays; it runs once, under capture, on the static inputs, between the copy_many kernels
+    that bring the inputs in and take the outputs out. ``prepare()`` runs first, outside the
+    capture (it puts the trace's constants on the GPU)."""
 
-    __slots__ = ("stream", "pool", "static_in", "static_out", "graph_exec", "__weakref__")
+    __slots__ = ("stream", "pool", "static_in", "static_out", "graph_exec", "tables",
+                 "out_by_kernel", "__weakref__")
 
     def __init__(self, stream: CudaStream, inputs: Sequence[GpuArray],
                  build: Callable[[list[GpuArray]], list[GpuArray]],
@@ -181,10 +233,28 @@ class Replay:
         try:
             if prepare is not None:
                 prepare()
+            kernel = compiler.module_for(registry.copy_many_module, (), device).kernel_list[0]
             self.static_in = [GpuArray(pool.allocate(g.size * g.dtype.size, device), 0,
                                        tuple(g.shape), contiguous_strides(tuple(g.shape)),
                                        g.dtype) for g in inputs]
-            self.graph_exec, outs = capture(stream, pool, lambda: build(list(self.static_in)))
+            table_in = _CopyTable(pool, device, [g.size * g.dtype.size for g in self.static_in])
+            table_in.host[:, 0] = [g.buffer.ptr for g in self.static_in]
+            self.tables = [table_in]
+
+            def body() -> list[GpuArray]:
+                table_in.launch(kernel, stream)
+                outs = build(list(self.static_in))
+                # outputs of another layout (a transposed view) are copied out after the launch
+                self.out_by_kernel = [o.is_contiguous() for o in outs]
+                sizes = [o.size * o.dtype.size if k else 0
+                         for o, k in zip(outs, self.out_by_kernel)]
+                table_out = _CopyTable(pool, device, sizes)
+                table_out.host[:, 1] = [_address(o) for o in outs]
+                table_out.launch(kernel, stream)
+                self.tables.append(table_out)
+                return outs
+
+            self.graph_exec, outs = capture(stream, pool, body)
         except BaseException:
             self.static_in = []
             pool.release(stream)
@@ -195,16 +265,33 @@ class Replay:
                   len(self.static_in), len(self.static_out), memory.format_bytes(pool.nbytes))
 
     def run(self, inputs: Sequence[GpuArray]) -> list[GpuArray]:
-        """Copy ``inputs`` in, launch, and return fresh copies of the outputs."""
+        """Write this call's addresses into the copy tables, launch, return the fresh outputs."""
         stream = self.stream
-        for src, dst in zip(inputs, self.static_in):
-            _copy(dst, src, stream)
-        driver.launch_graph(self.graph_exec, stream.handle)
+        table_in, table_out = self.tables
+        rows = table_in.host
+        for i, (src, dst) in enumerate(zip(inputs, self.static_in)):
+            if src.is_contiguous():
+                rows[i, 1] = _address(src)
+                rows[i, 2] = dst.size * dst.dtype.size
+            else:
+                rows[i, 2] = 0
+                _copy(dst, src, stream)
         results = []
-        for o in self.static_out:
-            o.buffer.last_write = stream
+        rows = table_out.host
+        index = stream.device.index
+        for j, o in enumerate(self.static_out):
             out = empty(tuple(o.shape), o.dtype, stream)
-            _copy(out, o, stream)
+            rows[j, 0] = out.buffer.ptr
             results.append(out)
+        table_in.upload(stream)
+        table_out.upload(stream)
+        driver.launch_graph(self.graph_exec, stream.handle)
+        for o, out, by_kernel in zip(self.static_out, results, self.out_by_kernel):
+            o.buffer.last_write = stream
+            if not by_kernel:
+                _copy(out, o, stream)
+            buf = out.buffer
+            buf.last_write = stream
+            if buf.location != index:
+                buf.set_location(index)
         return results
-
