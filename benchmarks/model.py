@@ -130,7 +130,35 @@ def define_model(mx: Any, nn: Any) -> SimpleNamespace:
                 return self.keys, self.values
             return self.keys[..., : self.offset, :], self.values[..., : self.offset, :]
 
+    class StaticKVCache:
+        """A fixed-size KV buffer (no growth, no slicing): one shape at every step, so a decode
+        step compiles once. ``state`` is shared by every layer's cache: ``state["offset"]`` the
+        int32 position of the next token (an array, read on the device), ``state["kv"][i]``
+        layer i's [keys, values] of shape (B, kv heads, max_len, head_dim)."""
+
+        def __init__(self, state, index):
+            self.state, self.index = state, index
+
+        @property
+        def offset(self):
+            return self.state["offset"]
+
+        def update_and_fetch(self, keys, values):
+            kv = self.state["kv"][self.index]
+            start = self.state["offset"]
+            kv[0] = mx.slice_update(kv[0], keys, start, axes=(2,))
+            kv[1] = mx.slice_update(kv[1], values, start, axes=(2,))
+            return kv[0], kv[1]
+
+        def mask(self, length):
+            """Query i (at offset + i) sees keys 0 .. offset + i of the buffer."""
+            max_len = self.state["kv"][0][0].shape[2]
+            positions = self.state["offset"] + mx.arange(length, dtype=mx.int32)
+            return mx.arange(max_len, dtype=mx.int32)[None, :] <= positions[:, None]
+
     def create_attention_mask(h, cache=None):
+        if cache is not None and isinstance(cache[0], StaticKVCache):
+            return cache[0].mask(h.shape[1])
         # mlx-lm passes the string "causal" for a multi-token step and no mask for one token
         return "causal" if h.shape[1] > 1 else None
 
@@ -236,7 +264,18 @@ def define_model(mx: Any, nn: Any) -> SimpleNamespace:
         def make_cache(self):
             return [KVCache() for _ in self.layers]
 
-    return SimpleNamespace(Model=Model, KVCache=KVCache)
+        def make_static_cache(self, max_len, dtype):
+            """(the caches, their shared state tree: what a compiled step declares as
+            ``inputs``/``outputs``)."""
+            a = self.args
+            hd = a.head_dim or a.hidden_size // a.num_attention_heads
+            shape = (1, a.num_key_value_heads, max_len, hd)
+            state = {"offset": mx.array([0], dtype=mx.int32),
+                     "kv": [[mx.zeros(shape, dtype), mx.zeros(shape, dtype)]
+                            for _ in self.layers]}
+            return [StaticKVCache(state, i) for i in range(len(self.layers))], state
+
+    return SimpleNamespace(Model=Model, KVCache=KVCache, StaticKVCache=StaticKVCache)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -388,6 +427,59 @@ class Runner:
         self.sync()
         return stamps[-1] - stamps[0], tokens
 
+    def make_static_step(self, model: Any, max_len: int) -> tuple[Any, dict]:
+        """(a compiled step: tokens -> the next greedy token, the KV state it carries).
+
+        The step runs the model over a fixed-size KV buffer of ``max_len`` positions and is
+        ``mx.compile(step, inputs=state, outputs=state)``: a prompt is one trace, a single
+        token the other, so every decode token replays one trace."""
+        mx = self.mx
+        dtype = model.layers[0].self_attn.q_proj.weight.dtype
+        if dtype not in (mx.float16, mx.bfloat16, mx.float32):  # quantized: the scales' dtype
+            dtype = model.layers[0].self_attn.q_proj.scales.dtype
+        caches, state = model.make_static_cache(max_len, dtype)
+        mx.eval(state)
+
+        def step(y):
+            logits = model(y[None], cache=caches)[:, -1, :]
+            state["offset"] = state["offset"] + y.shape[0]
+            logprobs = logits - mx.logsumexp(logits, keepdims=True)
+            return mx.argmax(logprobs, axis=-1)
+
+        return mx.compile(step, inputs=state, outputs=state), state
+
+    def generate_static(self, model: Any, prompt: Any, max_tokens: int,
+                        times: Optional[list] = None):
+        """Greedy tokens after ``prompt`` from make_static_step's compiled step; the loop
+        queues token n+1 before reading token n, as ``generate`` does."""
+        mx = self.mx
+        max_len = -(-(prompt.shape[0] + max_tokens) // 256) * 256
+        step, _ = self.make_static_step(model, max_len)
+        stream = self._generation_stream()
+        with mx.stream(stream):
+            y = step(prompt)
+        mx.async_eval(y)
+        for n in range(max_tokens):
+            if n + 1 != max_tokens:
+                with mx.stream(stream):
+                    next_y = step(y)
+                mx.async_eval(next_y)
+            token = y.item()
+            if times is not None:
+                times.append(time.perf_counter())
+            yield token
+            if n + 1 != max_tokens:
+                y = next_y
+
+    def decode_static_once(self, model: Any, prompt: Any, n_tokens: int
+                           ) -> tuple[float, list[int]]:
+        """As decode_once, through generate_static."""
+        stamps: list[float] = []
+        self.sync()
+        tokens = list(self.generate_static(model, prompt, n_tokens, stamps))
+        self.sync()
+        return stamps[-1] - stamps[0], tokens
+
     # -- training, as mlx_lm.tuner.trainer -----------------------------------------------------
 
     def make_train_step(self, model: Any, compile_step: bool, lr: float = 1e-4):
@@ -502,7 +594,7 @@ def run_backend(opts: argparse.Namespace) -> dict[str, Any]:
              doc["params"] / 1e6, opts.dtype)
     prompt_np = np.random.default_rng([opts.seed, 1]).integers(
         0, args.vocab_size, opts.prompt).astype(np.uint32)
-    gen = [w for w in opts.workload if w in ("prefill", "decode")]
+    gen = [w for w in opts.workload if w in ("prefill", "decode", "decode-compiled")]
     for variant in (opts.variant if gen else []):
         bits = 4 if variant == "q4" else None
         t0 = time.perf_counter()
@@ -529,6 +621,20 @@ def run_backend(opts: argparse.Namespace) -> dict[str, Any]:
             doc["rows"].append(_row("decode", variant, opts.shape, opts.tokens - 1, times,
                                     token_ids=tokens))
             log.info("  decode %s: %.1f tok/s (median of %d), tokens %s...", variant,
+                     doc["rows"][-1]["median"], len(times), tokens[:8])
+        if "decode-compiled" in gen:
+            for _ in range(opts.warmup):
+                runner.decode_static_once(model, prompt, opts.tokens)
+            times, tokens = [], None
+            for _ in range(opts.reps):
+                dt, toks = runner.decode_static_once(model, prompt, opts.tokens)
+                if tokens is not None and toks != tokens:
+                    log.error("%s: greedy tokens changed between repetitions", opts.backend)
+                tokens = toks
+                times.append(dt)
+            doc["rows"].append(_row("decode-compiled", variant, opts.shape, opts.tokens - 1,
+                                    times, token_ids=tokens))
+            log.info("  decode-compiled %s: %.1f tok/s (median of %d), tokens %s...", variant,
                      doc["rows"][-1]["median"], len(times), tokens[:8])
         del model
         mx.clear_cache()
@@ -698,8 +804,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="tie the lm head to the embedding (default: a separate lm_head)")
     p.add_argument("--dtype", choices=("bfloat16", "float16", "float32"),
                    help="weight dtype (default bfloat16; float32 with --check)")
-    p.add_argument("--workload", action="append", choices=("prefill", "decode", "train"),
-                   help="repeat; default all three")
+    p.add_argument("--workload", action="append",
+                   choices=("prefill", "decode", "decode-compiled", "train"),
+                   help="repeat; default prefill, decode and train")
     p.add_argument("--variant", action="append", choices=("dense", "q4"),
                    help="prefill/decode weights, repeat; default dense and q4")
     p.add_argument("--prompt", type=int, default=512, help="prompt tokens")

@@ -6,7 +6,8 @@
 #      10,000, fused and unfused; the 16-op chain small and large) and the add row with the
 #      copy bandwidth;
 #   3. benchmarks/model.py: the llama-shaped model, pycudamlx and MLX from the same script
-#      (--compare: MLX-CUDA where installed), 1B bf16 and 4-bit prefill/decode and the 150M
+#      (--compare: MLX-CUDA where installed), 1B bf16 and 4-bit prefill, decode (eager, and
+#      compiled over a fixed-size KV buffer) and the 150M
 #      training step (WORKLOADS="decode" for a part).
 # Raw JSON and logs go to $OUT (or /tmp/gpu-engine); the tables are printed last.
 #
@@ -44,7 +45,7 @@ fi
 if [ -z "${SKIP_MODEL:-}" ]; then
     echo "== model (model.py --compare)"
     workloads=()
-    for w in ${WORKLOADS:-prefill decode train}; do workloads+=(--workload "$w"); done
+    for w in ${WORKLOADS:-prefill decode decode-compiled train}; do workloads+=(--workload "$w"); done
     timeout "${MODEL_TIMEOUT:-480}" $PY benchmarks/model.py --compare --shape 1b \
         --tokens "${TOKENS:-64}" --reps "${MODEL_REPS:-2}" "${workloads[@]}" \
         --json "$OUT/model.json" >"$OUT/model.log" 2>&1

@@ -13,6 +13,7 @@ prints GPU microseconds per token by kernel: whether decode is host- or GPU-boun
 
     python scripts/profile_decode.py [--shape 150m] [--tokens 32] [--q4] [--top 30]
     python scripts/profile_decode.py --gpu --kernels --shape 1b
+    python scripts/profile_decode.py --gpu --kernels --shape 1b --compiled   # graph replay
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ def main() -> int:
     parser.add_argument("--shape", default="150m")
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--q4", action="store_true", help="nn.quantize the model (4-bit, g64)")
+    parser.add_argument("--compiled", action="store_true",
+                        help="the compiled step over a fixed-size KV buffer (model.py's "
+                             "decode-compiled workload) instead of mlx-lm's eager step")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--callers", metavar="REGEX", help="also print who calls these functions")
     parser.add_argument("--dump", type=Path, help="write the cProfile stats here")
@@ -64,7 +68,6 @@ def main() -> int:
     margs = bench_model.model_args(args.shape, False)
     net = runner.build(margs, "bfloat16", 0, 4 if args.q4 else None)
     prompt = mx.array(np.arange(16, dtype=np.uint32) % margs.vocab_size)
-    cache = net.make_cache()
     stream = runner._generation_stream()
     if args.gpu:
         cu = None
@@ -72,11 +75,20 @@ def main() -> int:
         from pycudamlx.backend.cuda import driver
         cu = driver.null_driver()
 
-    def step(y):
-        with mx.stream(stream):
-            logits = net(y[None], cache=cache)[:, -1, :]
-            logprobs = logits - mx.logsumexp(logits, keepdims=True)
-            return mx.argmax(logprobs, axis=-1)
+    if args.compiled:
+        compiled_step, _ = runner.make_static_step(net, 1024)
+
+        def step(y):
+            with mx.stream(stream):
+                return compiled_step(y)
+    else:
+        cache = net.make_cache()
+
+        def step(y):
+            with mx.stream(stream):
+                logits = net(y[None], cache=cache)[:, -1, :]
+                logprobs = logits - mx.logsumexp(logits, keepdims=True)
+                return mx.argmax(logprobs, axis=-1)
 
     y = step(prompt)
     mx.eval(y)
@@ -100,7 +112,8 @@ def main() -> int:
         y = nxt
     n = args.tokens
     wall = time.perf_counter() - start
-    label = f"{args.backend} {args.shape}" + (" q4" if args.q4 else "")
+    label = (f"{args.backend} {args.shape}" + (" q4" if args.q4 else "")
+             + (" compiled" if args.compiled else ""))
     log.info("%s: %.0f us/token building, %.0f us evaluating, %.0f us waiting on .item(); "
              "wall %.0f us/token (%.1f tok/s, one token in flight at a time)", label,
              build / n * 1e6, evaluate / n * 1e6, wait / n * 1e6, wall / n * 1e6, n / wall)
