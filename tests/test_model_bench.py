@@ -129,6 +129,34 @@ def test_compare_cli(tmp_path):
     assert row["tokens_equal"] is True and row["ratio"] > 0
 
 
+def test_decode_compiled_matches_eager_and_mlx(keep_default_device):
+    """The compiled step over a fixed-size KV buffer gives eager decode's greedy tokens, and
+    MLX's from the same script (dense and 4-bit)."""
+    extra = ("--workload", "decode", "--workload", "decode-compiled")
+    ours = _by_key(_run("pycudamlx", *extra, device="cpu"))
+    for variant in ("dense", "q4"):
+        assert (ours[("decode-compiled", variant)]["token_ids"]
+                == ours[("decode", variant)]["token_ids"])
+    _mlx_or_skip()
+    theirs = _by_key(_run("mlx", *extra, device="cpu"))
+    for variant in ("dense", "q4"):
+        assert (ours[("decode-compiled", variant)]["token_ids"]
+                == theirs[("decode-compiled", variant)]["token_ids"])
+
+
+@pytest.mark.gpu
+def test_tiny_gpu_decode_compiled_equals_cpu(keep_default_device, monkeypatch):
+    """The compiled decode step on the GPU (a CUDA graph from its third call: the graph's copy
+    kernels, flash-decoding over the masked buffer) gives the CPU's greedy tokens."""
+    monkeypatch.setenv("PYCUDAMLX_ENABLE_TF32", "0")
+    extra = ("--workload", "decode-compiled", "--tokens", "20")
+    gpu = _by_key(_run("pycudamlx", *extra, device="gpu"))
+    cpu = _by_key(_run("pycudamlx", *extra, device="cpu"))
+    for variant in ("dense", "q4"):
+        assert (gpu[("decode-compiled", variant)]["token_ids"]
+                == cpu[("decode-compiled", variant)]["token_ids"])
+
+
 @pytest.mark.gpu
 def test_tiny_gpu_tokens_equal_cpu(ours_cpu, keep_default_device, monkeypatch):
     """The tiny model on the GPU (float32 GEMMs without TF32) gives the CPU's greedy tokens."""
