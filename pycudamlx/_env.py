@@ -62,6 +62,10 @@ _VARS = [
     Variable("PYCUDAMLX_COMPILE_GRAPHS", "bool", True,
              "mx.compile replays a trace on a GPU stream as one CUDA graph from its third call "
              "(0: every op of the trace is its own launch)."),
+    Variable("PYCUDAMLX_GRAPH_COPY_KERNELS", "bool", False,
+             "A CUDA-graph replay moves its inputs in and outputs out with the graph's own copy "
+             "kernels and one table upload per call (1), or one device-to-device copy per "
+             "array (0, the default until the kernel path has passed a GPU run)."),
     Variable("PYCUDAMLX_DISABLE_CUBLAS", "bool", False,
              "Do not use cuBLAS(Lt): matmul takes the NVRTC GEMM. Read at each use."),
     Variable("PYCUDAMLX_DISABLE_CUFFT", "bool", False,

@@ -24,10 +24,15 @@ from pycudamlx.graph.primitives import compiled_graph
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(autouse=True)
-def _strict_gpu(gpu_device, monkeypatch):
+@pytest.fixture(autouse=True, params=["driver-copies", "copy-kernels"])
+def _strict_gpu(request, gpu_device, monkeypatch):
+    """Every case with the graph's inputs and outputs moved by driver copies (the default) and
+    by its own copy kernels (PYCUDAMLX_GRAPH_COPY_KERNELS=1)."""
+    from pycudamlx.backend.cuda import graphs
+
     monkeypatch.setattr(_env, "STRICT_GPU", True)
     monkeypatch.setattr(_compile_replay, "graphs_enabled", True)
+    monkeypatch.setattr(graphs, "COPY_KERNELS", request.param == "copy-kernels")
     yield
     _keep.clear()
     compiled_graph.release_all()

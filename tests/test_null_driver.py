@@ -645,15 +645,31 @@ def test_a_compiled_chain_replays_as_one_graph_launch_from_its_third_call() -> N
     assert per_call[2][2] == 1 and per_call[2][1] == 1  # captured once, launched
     # later calls: one launch of the graph, no kernel launched one by one, no capture
     assert per_call[3] == per_call[4] == (0, 1, 0), per_call
+    assert cu.calls["cuMemcpyDtoDAsync"] == 3  # two inputs in, one output out
+
+
+@null_test
+def test_graph_copy_kernels_replace_the_per_array_copies(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    from pycudamlx.backend.cuda import graphs
+
+    monkeypatch.setattr(graphs, "COPY_KERNELS", True)
+    cf, x, b = _compiled_chain()
+    for _ in range(4):
+        cu = _counted(lambda: cf(x, b))
+    assert cu.calls["cuGraphLaunch"] == 1 and cu.calls["cuLaunchKernel"] == 0
     # inputs in and outputs out are the graph's own copy kernels: two table uploads, no copy
     assert cu.calls["cuMemcpyDtoDAsync"] == 0 and cu.calls["cuMemcpyHtoDAsync"] == 2, cu.calls
 
 
 @null_test
-def test_a_graph_replay_fills_its_copy_tables_with_this_calls_addresses() -> None:
+def test_a_graph_replay_fills_its_copy_tables_with_this_calls_addresses(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     import pycudamlx.core as mx
+    from pycudamlx.backend.cuda import graphs
     from pycudamlx.graph.primitives import compiled_graph
 
+    monkeypatch.setattr(graphs, "COPY_KERNELS", True)
     cf, x, b = _compiled_chain(8)
     for _ in range(3):
         _evaluated(cf(x, b))

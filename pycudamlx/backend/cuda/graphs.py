@@ -11,10 +11,12 @@ when). A graph bakes in every address its kernels touch, so it owns them:
 * **Static inputs and outputs** (``Replay``): each call copies its inputs into the graph's input
   blocks and the outputs into fresh blocks of the shared pool. A caller's arrays therefore
   never alias the graph's memory, and an output a caller still holds is never overwritten by
-  the next replay. The copies are the graph's own first and last kernels (kernels/copy_many.cu)
-  reading a table of (destination, source, bytes) in the graph's memory: a call writes this
-  call's addresses into the table (one upload through the pinned ring) and launches the graph,
-  two driver calls however many arrays pass through. An input of another layout (transposed,
+  the next replay. By default each copy is one device-to-device driver call per array. With
+  ``COPY_KERNELS`` (PYCUDAMLX_GRAPH_COPY_KERNELS=1) they are the graph's own first and last
+  kernels (kernels/copy_many.cu) reading a table of (destination, source, bytes) in the
+  graph's memory: a call writes this call's addresses into the table (one upload through the
+  pinned ring) and launches the graph, two driver calls however many arrays pass through (a
+  decode step carrying 32 KV arrays: 68 copies). An input of another layout (transposed,
   broadcast) is copied in by a kernel of its own before the launch.
 * **What cannot be captured** raises ``memory.CaptureUnsupported`` inside the capture (host
   reads or writes of GPU memory, a host sync, cuFFT, a library's first use on a stream); the
@@ -34,12 +36,17 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ... import _env
 from .. import memstats
 from . import compiler, driver, memory, registry
 from .array import GpuArray, contiguous_strides, empty
 from .stream import CudaStream
 
 log = logging.getLogger(__name__)
+
+#: Graph I/O through copy_many kernels (see the module docstring); off until a GPU run has
+#: passed with it (its first run found the table-block reuse fixed below, and no run since).
+COPY_KERNELS = _env.flag_or_default("PYCUDAMLX_GRAPH_COPY_KERNELS")
 
 CaptureUnsupported = memory.CaptureUnsupported
 stats = memstats.stats
@@ -233,10 +240,16 @@ class Replay:
         try:
             if prepare is not None:
                 prepare()
-            kernel = compiler.module_for(registry.copy_many_module, (), device).kernel_list[0]
             self.static_in = [GpuArray(pool.allocate(g.size * g.dtype.size, device), 0,
                                        tuple(g.shape), contiguous_strides(tuple(g.shape)),
                                        g.dtype) for g in inputs]
+            if not COPY_KERNELS:
+                self.tables = None
+                self.graph_exec, outs = capture(stream, pool,
+                                                lambda: build(list(self.static_in)))
+                self._captured(outs, stream)
+                return
+            kernel = compiler.module_for(registry.copy_many_module, (), device).kernel_list[0]
             table_in = _CopyTable(pool, device, [g.size * g.dtype.size for g in self.static_in])
             table_in.host[:, 0] = [g.buffer.ptr for g in self.static_in]
             self.tables = [table_in]
@@ -259,14 +272,30 @@ class Replay:
             self.static_in = []
             pool.release(stream)
             raise
+        self._captured(outs, stream)
+
+    def _captured(self, outs: Sequence[GpuArray], stream: CudaStream) -> None:
         self.static_out = list(outs)
-        weakref.finalize(self, _release, self.graph_exec, pool, stream)
+        weakref.finalize(self, _release, self.graph_exec, self.pool, stream)
         log.debug("captured a CUDA graph: %d inputs, %d outputs, %s of private memory",
-                  len(self.static_in), len(self.static_out), memory.format_bytes(pool.nbytes))
+                  len(self.static_in), len(self.static_out),
+                  memory.format_bytes(self.pool.nbytes))
 
     def run(self, inputs: Sequence[GpuArray]) -> list[GpuArray]:
-        """Write this call's addresses into the copy tables, launch, return the fresh outputs."""
+        """Copy ``inputs`` in, launch, return fresh copies of the outputs (through the copy
+        tables with COPY_KERNELS, else one driver copy per array)."""
         stream = self.stream
+        if self.tables is None:
+            for src, dst in zip(inputs, self.static_in):
+                _copy(dst, src, stream)
+            driver.launch_graph(self.graph_exec, stream.handle)
+            results = []
+            for o in self.static_out:
+                o.buffer.last_write = stream
+                out = empty(tuple(o.shape), o.dtype, stream)
+                _copy(out, o, stream)
+                results.append(out)
+            return results
         table_in, table_out = self.tables
         rows = table_in.host
         for i, (src, dst) in enumerate(zip(inputs, self.static_in)):
