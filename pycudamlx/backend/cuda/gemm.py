@@ -178,8 +178,8 @@ def _gemv(a: Any, b: Any, out: Any, stream: CudaStream) -> bool:
 def _gemv_plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[int, ...],
                b_strides: tuple[int, ...], shape: tuple[int, ...], out_strides: tuple[int, ...],
                dtype: dt.Dtype, stream: CudaStream) -> Any:
-    """(kernel, grid, m, n, k, ldx, ldw, ksplit) when gemv.cu computes this product, else False: a
-    float16/bfloat16/float32 product with no batch (all batch extents 1) into a contiguous
+    """(kernel, grid, m, n, k, ldx, ldw, ksplit) when gemv.cu computes this product, else
+    False: a float16/bfloat16/float32 product with no batch (all batch extents 1) into a contiguous
     output, at most GEMV_MAX_ROWS rows of ``a`` with unit column stride, ``b`` the transpose of
     a row-major (N, K) weight, K and both row strides whole 16-byte vectors."""
     if dtype.name not in registry.GEMV_DTYPES:
@@ -204,7 +204,6 @@ def _gemv_plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tu
     ksplit = k_slices(warps, k // vn, stream.device.properties.multiprocessors, _GEMV_WARPS)
     return (mod[registry.gemv_expression(dtype.name, columns)],
             -(-warps // (_GEMV_WARPS // ksplit)), m, n, k, ldx, ldw, ksplit)
-
 
 
 def _plan(a_shape: tuple[int, ...], a_strides: tuple[int, ...], b_shape: tuple[int, ...],

@@ -224,9 +224,9 @@ class Replay:
     """One captured graph with its static input and output blocks; ``run`` replays it.
 
     ``build(inputs)`` enqueues the work on ``stream`` for GpuArray inputs and returns the output
-    GpuArrays; it runs once, under capture, on the static inputs, between the copy_many kernels
-    that bring the inputs in and take the outputs out. ``prepare()`` runs first, outside the
-    capture (it puts the trace's constants on the GPU)."""
+    GpuArrays; it runs once, under capture, on the static inputs (with COPY_KERNELS between the
+    copy_many kernels that bring the inputs in and take the outputs out). ``prepare()`` runs
+    first, outside the capture (it puts the trace's constants on the GPU)."""
 
     __slots__ = ("stream", "pool", "static_in", "static_out", "graph_exec", "tables",
                  "out_by_kernel", "__weakref__")
