@@ -92,11 +92,13 @@ class Recording:
     """One trace: how to rebuild its outputs from the leaves of a call."""
 
     __slots__ = ("n_leaves", "steps", "out_tree", "out_refs", "state_refs", "n_keys",
-                 "replays", "graph")
+                 "replays", "graph", "leaf_shapes", "_shapes")
 
     def __init__(self, n_leaves: int, steps: list, out_tree: Any, out_refs: list,
-                 state_refs: list, n_keys: int = 0) -> None:
+                 state_refs: list, n_keys: int = 0, leaf_shapes: tuple = ()) -> None:
         self.n_leaves = n_leaves
+        self.leaf_shapes = leaf_shapes  # the traced call's leaf shapes (shapeless reruns)
+        self._shapes: list | None = None
         self.n_keys = n_keys  # keys drawn from a captured mx.random.state, in order
         self.steps = steps
         self.out_tree = out_tree  # fun's return value (arrays replaced on replay)
@@ -104,6 +106,20 @@ class Recording:
         self.state_refs = state_refs  # a value reference per array of the outputs tree
         self.replays = 0
         self.graph: _GraphPlan | None | bool = None  # False: replays op by op
+
+    def value_shapes(self) -> list:
+        """The traced shape of every value a replay builds: leaves, then each step's."""
+        if self._shapes is None:
+            shapes = list(self.leaf_shapes)
+            for step in self.steps:
+                if step[0] == "node":
+                    shapes.append(step[3])
+                elif step[0] == "multi":
+                    shapes.append(None)  # a group: its members are "pick" steps
+                else:
+                    shapes.append(self.steps[step[1] - len(self.leaf_shapes)][3][step[2]][0])
+            self._shapes = shapes
+        return self._shapes
 
 
 def array_leaves(tree: Any, out: list) -> list:
@@ -276,7 +292,8 @@ def record(leaves: list, outputs: Any, state_out: list, tape: dict,
             steps.append(("node", prim, refs, n._shape, n._dtype, stream))
     out_refs = [slot.get(id(a), a) for a in out_arrays]
     state_refs = [slot.get(id(a), a) for a in state_out]
-    return Recording(len(leaves), steps, _skeleton(outputs), out_refs, state_refs, len(keys))
+    return Recording(len(leaves), steps, _skeleton(outputs), out_refs, state_refs, len(keys),
+                     tuple(a._shape for a in leaves))
 
 
 def replay(rec: Recording, leaves: list, state_tree: Any) -> Any:
@@ -300,6 +317,48 @@ def replay(rec: Recording, leaves: list, state_tree: Any) -> Any:
     if rec.state_refs:
         _write_back(state_tree, iter([get(r) if type(r) is int else r for r in rec.state_refs]))
     return result
+
+
+#: replay_at_new_shapes' answer when a step has no shape rule (the caller traces again).
+NO_RULE = object()
+
+
+def replay_at_new_shapes(rec: Recording, leaves: list) -> Any:
+    """The outputs of a shapeless trace's recording rerun on ``leaves`` of other shapes (same
+    ndims), each step's shape from _shape_rules; NO_RULE when a step has none. Op by op (a
+    CUDA graph holds one set of shapes), no captured state (its shapes are the trace's)."""
+    from . import _shape_rules
+
+    if rec.n_keys:
+        return NO_RULE
+    shapes = rec.value_shapes()
+    values: list = list(leaves)
+    get = values.__getitem__
+
+    def shape_of(r: Any) -> tuple:
+        return get(r)._shape if type(r) is int else r._shape
+
+    for step in rec.steps:
+        kind = step[0]
+        if kind == "node":
+            _, prim, refs, shape, dtype, stream = step
+            ins = tuple(get(r) if type(r) is int else r for r in refs)
+            new = _shape_rules.infer(prim, [a._shape for a in ins],
+                                     [shapes[r] if type(r) is int else r._shape for r in refs],
+                                     shape)
+            if new is None:
+                return NO_RULE
+            values.append(make(prim, ins, new, dtype, stream))
+        elif kind == "multi":
+            _, prim, refs, specs, stream = step
+            if any(shape_of(r) != (shapes[r] if type(r) is int else r._shape) for r in refs):
+                return NO_RULE
+            values.append(make_multi(prim, tuple(get(r) if type(r) is int else r
+                                                 for r in refs), specs, stream))
+        else:
+            values.append(values[step[1]][step[2]])
+    outs = iter([get(r) if type(r) is int else r for r in rec.out_refs])
+    return _rebuild(rec.out_tree, outs)
 
 
 def _run_steps(steps: list, values: list) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from . import _compile_replay as _replay
+from . import _shape_rules
 from . import _compile_trace
 from . import _export_format as fmt
 from . import device as dev
@@ -63,8 +64,7 @@ def _flat_inputs(args: tuple, kwargs: dict, where: str) -> tuple[list, dict]:
     raise ValueError(_INPUTS.format(where))
 
 
-def _shape_text(shape: tuple) -> str:
-    return "(" + ",".join(str(s) for s in shape) + ")"
+_shape_text = _shape_rules.shape_text
 
 
 class _Trace:
@@ -476,50 +476,15 @@ def _stream(where: Any, default: Any) -> Any:
     return dev.default_stream(dev.Device(getattr(dev.DeviceType, where[0]), int(where[1])))
 
 
-_SAME_SHAPE = {"Unary", "AsType", "StopGradient", "Softmax", "Scan", "Copy", "Contiguous",
-               "RMSNorm", "LayerNorm", "RoPE"}
-_BROADCAST = {"Binary", "Where"}
-
-
 def _infer_shape(prim: Any, ins: tuple, shape: tuple, fn: ImportedFunction, trace: _Trace,
                  refs: list) -> tuple:
     """The output shape of a step whose inputs may have new shapes (shapeless import)."""
-    shapes = [a._shape for a in ins]
-    recorded = [fn._recorded_shape(trace, r) for r in refs]
-    if shapes == [tuple(s) for s in recorded]:
+    recorded = [tuple(fn._recorded_shape(trace, r)) for r in refs]
+    out = _shape_rules.infer(prim, [a._shape for a in ins], recorded, shape)
+    if out is None:
+        _check_unchanged(prim, ins, refs, fn, trace)
         return shape
-    kind = type(prim).__name__
-    if kind in _SAME_SHAPE:
-        return shapes[0]
-    if kind in _BROADCAST:
-        try:
-            return tuple(np.broadcast_shapes(*shapes))
-        except ValueError:
-            text = " and ".join(_shape_text(s) for s in shapes)
-            raise ValueError(f"[broadcast_shapes] Shapes {text} cannot be broadcast.") from None
-    if kind == "ScaledDotProductAttention":
-        return shapes[0][:-1] + shapes[2][-1:]
-    if kind == "ArgReduce" and prim.axis is not None:
-        if len(shape) == len(recorded[0]):  # keepdims
-            return tuple(1 if i == prim.axis else s for i, s in enumerate(shapes[0]))
-        return tuple(s for i, s in enumerate(shapes[0]) if i != prim.axis)
-    if kind == "Reduce":
-        axes = set(prim.axes)
-        if prim.keepdims:
-            return tuple(1 if i in axes else s for i, s in enumerate(shapes[0]))
-        return tuple(s for i, s in enumerate(shapes[0]) if i not in axes)
-    if kind == "Matmul" and min(len(s) for s in shapes[:2]) >= 2:
-        a, b = shapes[:2]
-        if a[-1] != b[-2]:
-            raise ValueError(f"[matmul] Last dimension of first input with shape "
-                             f"{_shape_text(a)} must match second to last dimension of second "
-                             f"input with shape {_shape_text(b)}.")
-        out = tuple(np.broadcast_shapes(a[:-2], b[:-2])) + (a[-2], b[-1])
-        if len(shapes) == 3 and tuple(np.broadcast_shapes(shapes[2], out)) != out:
-            _check_unchanged(prim, ins, refs, fn, trace)
-        return out
-    _check_unchanged(prim, ins, refs, fn, trace)
-    return shape
+    return out
 
 
 def _check_unchanged(prim: Any, ins: tuple, refs: list, fn: ImportedFunction, trace: _Trace

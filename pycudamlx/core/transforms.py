@@ -35,8 +35,9 @@ def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: obje
 
     ``inputs`` arrays are inputs of the trace, ``outputs`` arrays are written back after each
     replayed call. Random draws repeat between calls of one trace signature unless
-    ``mx.random.state`` is captured, as in MLX. ``shapeless``: MLX traces once per ndim; here a
-    recording replays at its own shapes only (other shapes run the body again)."""
+    ``mx.random.state`` is captured, as in MLX. ``shapeless``: as MLX, one trace per ndim is
+    rerun at other shapes where every step's output shape follows from its inputs'
+    (_shape_rules); a step without such a rule (a slice, a reshape) runs the body again."""
     if not callable(fun) or not isinstance(shapeless, bool):
         sig = ("compile(fun: Callable[P, R], inputs: object | None = None, outputs: object | "
                "None = None, shapeless: bool = False) -> Callable[P, R]")
@@ -81,6 +82,12 @@ def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: obje
             if rec is not None and (not rec.state_refs or len(
                     _replay.array_leaves(outputs, [])) == len(rec.state_refs)):
                 return _replay.replay(rec, leaves, outputs)
+            if shapeless:  # MLX traces once per ndim: rerun that trace at these shapes
+                rec = recordings.get(_shapeless_key(replay_key))
+                if rec is not None and not rec.state_refs:
+                    out = _replay.replay_at_new_shapes(rec, leaves)
+                    if out is not _replay.NO_RULE:
+                        return out
             return _record_call(fun, args, kwargs, leaves, inputs, outputs, shapeless, signature,
                                 traced, key_state, recordings, replay_key, keep,
                                 random_captured)
@@ -108,6 +115,11 @@ def compile(fun: Callable[..., Any], inputs: object | None = None, outputs: obje
     recordings_owner = _replay.CacheUser(fun)
     compiled.__dict__["_recordings_user"] = recordings_owner  # released with the wrapper
     return compiled
+
+
+def _shapeless_key(replay_key: tuple) -> tuple:
+    """A shapeless trace's key without its exact leaf shapes (the signature has the ndims)."""
+    return ("shapeless",) + replay_key[:3] + replay_key[4:]
 
 
 def _transform_active() -> bool:
@@ -173,6 +185,8 @@ def _record_call(fun: Callable[..., Any], args: tuple, kwargs: dict, leaves: lis
                                      keys)
                 if rec is not None and keep:
                     recordings[replay_key] = rec
+                    if shapeless:  # the trace other shapes of this ndim replay
+                        recordings.setdefault(_shapeless_key(replay_key), rec)
     finally:
         _compile_trace.leave()
     return out
