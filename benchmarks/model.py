@@ -575,6 +575,25 @@ def _row(workload: str, variant: str, shape: str, tokens_per_run: int, times: li
             "best": tokens_per_run / best if best > 0 else float("nan"), **extra}
 
 
+def _decode_row(workload: str, once: Any, model: Any, prompt: Any, variant: str,
+                opts: argparse.Namespace) -> dict[str, Any]:
+    """The row of one decode workload: ``once(model, prompt, tokens)`` -> (seconds, token ids),
+    after the warm-up runs; the token ids must repeat between repetitions."""
+    for _ in range(opts.warmup):
+        once(model, prompt, opts.tokens)
+    times, tokens = [], None
+    for _ in range(opts.reps):
+        dt, toks = once(model, prompt, opts.tokens)
+        if tokens is not None and toks != tokens:
+            log.error("%s: greedy tokens changed between repetitions", opts.backend)
+        tokens = toks
+        times.append(dt)
+    row = _row(workload, variant, opts.shape, opts.tokens - 1, times, token_ids=tokens)
+    log.info("  %s %s: %.1f tok/s (median of %d), tokens %s...", workload, variant,
+             row["median"], len(times), tokens[:8])
+    return row
+
+
 def run_backend(opts: argparse.Namespace) -> dict[str, Any]:
     """Every workload of ``opts`` on ``opts.backend``: the JSON document."""
     runner = Runner(opts.backend, opts.device)
@@ -608,34 +627,10 @@ def run_backend(opts: argparse.Namespace) -> dict[str, Any]:
             doc["rows"].append(_row("prefill", variant, opts.shape, opts.prompt, times))
             log.info("  prefill %s: %.1f tok/s (median of %d)", variant,
                      doc["rows"][-1]["median"], len(times))
-        if "decode" in gen:
-            for _ in range(opts.warmup):
-                runner.decode_once(model, prompt, opts.tokens)
-            times, tokens = [], None
-            for _ in range(opts.reps):
-                dt, toks = runner.decode_once(model, prompt, opts.tokens)
-                if tokens is not None and toks != tokens:
-                    log.error("%s: greedy tokens changed between repetitions", opts.backend)
-                tokens = toks
-                times.append(dt)
-            doc["rows"].append(_row("decode", variant, opts.shape, opts.tokens - 1, times,
-                                    token_ids=tokens))
-            log.info("  decode %s: %.1f tok/s (median of %d), tokens %s...", variant,
-                     doc["rows"][-1]["median"], len(times), tokens[:8])
-        if "decode-compiled" in gen:
-            for _ in range(opts.warmup):
-                runner.decode_static_once(model, prompt, opts.tokens)
-            times, tokens = [], None
-            for _ in range(opts.reps):
-                dt, toks = runner.decode_static_once(model, prompt, opts.tokens)
-                if tokens is not None and toks != tokens:
-                    log.error("%s: greedy tokens changed between repetitions", opts.backend)
-                tokens = toks
-                times.append(dt)
-            doc["rows"].append(_row("decode-compiled", variant, opts.shape, opts.tokens - 1,
-                                    times, token_ids=tokens))
-            log.info("  decode-compiled %s: %.1f tok/s (median of %d), tokens %s...", variant,
-                     doc["rows"][-1]["median"], len(times), tokens[:8])
+        for workload, once in (("decode", runner.decode_once),
+                               ("decode-compiled", runner.decode_static_once)):
+            if workload in gen:
+                doc["rows"].append(_decode_row(workload, once, model, prompt, variant, opts))
         del model
         mx.clear_cache()
         _write(opts.json, doc)

@@ -171,6 +171,12 @@ def test_sdpa_gpu(dtype, path, shape, monkeypatch):
     from pycudamlx.backend.cuda import fast
 
     monkeypatch.setattr(fast, "USE_MMA", path == "mma")
+    _sdpa_mask_cases(shape, dtype, sinks_with="causal")
+
+
+def _sdpa_mask_cases(shape, dtype, sinks_with):
+    """GPU against CPU on random q, k, v of ``shape``: no mask, causal, boolean, additive, and
+    sinks with the causal or the boolean mask (``sinks_with``)."""
     B, Hq, Hkv, Tq, Tk, D, Dv = shape
     q, k, v = _qkv(B, Hq, Hkv, Tq, Tk, D, Dv, dtype)
     sc = 1.0 / max(D, 1) ** 0.5
@@ -182,7 +188,8 @@ def test_sdpa_gpu(dtype, path, shape, monkeypatch):
     am = _arr(rng.standard_normal((B, 1, Tq, Tk)).astype(np.float32), dtype)
     _both(lambda s: f(q, k, v, scale=sc, mask=am, stream=s), dtype, 3)
     sk = _arr(rng.standard_normal(Hq).astype(np.float32), dtype)
-    _both(lambda s: f(q, k, v, scale=sc, mask="causal", sinks=sk, stream=s), dtype, 3)
+    sink_mask = bm if sinks_with == "bool" else "causal"
+    _both(lambda s: f(q, k, v, scale=sc, mask=sink_mask, sinks=sk, stream=s), dtype, 3)
 
 
 def test_sdpa_gpu_kernel_choice(gpu_device):
@@ -273,17 +280,7 @@ def test_sdpa_gpu_decode_split(dtype, shape, path, monkeypatch):
     assert (fast._split_variant(pm.zeros((B, Hq, Tq, D)), pm.zeros((B, Hkv, Tk, D)),
                                 pm.zeros((B, Hkv, Tk, Dv)), getattr(pm, dtype)) is None) == (
         path == "prefill")
-    q, k, v = _qkv(B, Hq, Hkv, Tq, Tk, D, Dv, dtype)
-    sc = 1.0 / D ** 0.5
-    f = pm.fast.scaled_dot_product_attention
-    _both(lambda s: f(q, k, v, scale=sc, stream=s), dtype, 3)
-    _both(lambda s: f(q, k, v, scale=sc, mask="causal", stream=s), dtype, 3)
-    bm = _arr(rng.random((Tq, Tk)) > 0.3)
-    _both(lambda s: f(q, k, v, scale=sc, mask=bm, stream=s), dtype, 3)
-    am = _arr(rng.standard_normal((B, 1, Tq, Tk)).astype(np.float32), dtype)
-    _both(lambda s: f(q, k, v, scale=sc, mask=am, stream=s), dtype, 3)
-    sk = _arr(rng.standard_normal(Hq).astype(np.float32), dtype)
-    _both(lambda s: f(q, k, v, scale=sc, mask=bm, sinks=sk, stream=s), dtype, 3)
+    _sdpa_mask_cases(shape, dtype, sinks_with="bool")
 
 
 def test_sdpa_gpu_decode_cache_views_and_hidden_rows(split_path):

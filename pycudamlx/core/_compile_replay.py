@@ -108,7 +108,8 @@ class Recording:
         self.graph: _GraphPlan | None | bool = None  # False: replays op by op
 
     def value_shapes(self) -> list:
-        """The traced shape of every value a replay builds: leaves, then each step's."""
+        """The traced shape of every value a replay builds: leaves, then each step's (a
+        recording without random keys: replay_at_new_shapes refuses those)."""
         if self._shapes is None:
             shapes = list(self.leaf_shapes)
             for step in self.steps:
@@ -334,29 +335,25 @@ def replay_at_new_shapes(rec: Recording, leaves: list) -> Any:
     shapes = rec.value_shapes()
     values: list = list(leaves)
     get = values.__getitem__
-
-    def shape_of(r: Any) -> tuple:
-        return get(r)._shape if type(r) is int else r._shape
-
     for step in rec.steps:
         kind = step[0]
+        if kind == "pick":
+            values.append(values[step[1]][step[2]])
+            continue
+        refs = step[2]
+        ins = tuple(get(r) if type(r) is int else r for r in refs)
+        now = [a._shape for a in ins]
+        traced = [shapes[r] if type(r) is int else r._shape for r in refs]
         if kind == "node":
-            _, prim, refs, shape, dtype, stream = step
-            ins = tuple(get(r) if type(r) is int else r for r in refs)
-            new = _shape_rules.infer(prim, [a._shape for a in ins],
-                                     [shapes[r] if type(r) is int else r._shape for r in refs],
-                                     shape)
+            _, prim, _, shape, dtype, stream = step
+            new = _shape_rules.infer(prim, now, traced, shape)
             if new is None:
                 return NO_RULE
             values.append(make(prim, ins, new, dtype, stream))
-        elif kind == "multi":
-            _, prim, refs, specs, stream = step
-            if any(shape_of(r) != (shapes[r] if type(r) is int else r._shape) for r in refs):
+        else:  # a multi-output group keeps its traced shapes only
+            if now != traced:
                 return NO_RULE
-            values.append(make_multi(prim, tuple(get(r) if type(r) is int else r
-                                                 for r in refs), specs, stream))
-        else:
-            values.append(values[step[1]][step[2]])
+            values.append(make_multi(step[1], ins, step[3], step[4]))
     outs = iter([get(r) if type(r) is int else r for r in rec.out_refs])
     return _rebuild(rec.out_tree, outs)
 

@@ -46,14 +46,10 @@ def _module(dtype: dt.Dtype, stream: CudaStream) -> compiler.LoadedModule:
     return compiler.module_for(registry.sort_module, (dtype.name,), stream.device)
 
 
-def _scratch(shape: tuple[int, ...], dtype: dt.Dtype, stream: CudaStream) -> Any:
-    return gpu_array.device_scratch(shape, dtype, stream)
-
-
 def _contiguous(x: Any, stream: CudaStream) -> Any:
     if x.is_contiguous():
         return x
-    out = _scratch(tuple(x.shape), x.dtype, stream)
+    out = gpu_array.device_scratch(tuple(x.shape), x.dtype, stream)
     elementwise.copy(x, out, stream)
     return out
 
@@ -98,15 +94,15 @@ def _onesweep_rows(mod: compiler.LoadedModule, x: Any, rows: int, n: int, m: int
     # one zeroed scratch: digit histograms, the four passes' tile counters, float row stats,
     # the four passes' look-back status words; tile_counts is written whole by the upsweep
     hist_words, stats_words, status_words = rows * 4 * 256, rows * 4, blocks * 256
-    zeroed = _scratch((hist_words + 4 + stats_words + 4 * status_words,), dt.uint32, stream)
+    zeroed = gpu_array.device_scratch((hist_words + 4 + stats_words + 4 * status_words,), dt.uint32, stream)
     elementwise.fill(zeroed, b"\0\0\0\0", stream)
     base = _ptr(zeroed)
     hist, counters = base, base + 4 * hist_words
     stats = counters + 16
     status = stats + 4 * stats_words
     is_float = x.dtype == dt.float32
-    tile_counts = _scratch((blocks,), dt.uint32, stream) if is_float else None
-    keys = [_scratch((rows * n,), dt.uint32, stream) for _ in range(2)]
+    tile_counts = gpu_array.device_scratch((blocks,), dt.uint32, stream) if is_float else None
+    keys = [gpu_array.device_scratch((rows * n,), dt.uint32, stream) for _ in range(2)]
     chunks = -(-tiles // ONESWEEP_UP_TILES)
     mod[f"onesweep_upsweep<{t}>"](rows * chunks, 256, stream, _ptr(x), hist, _p(tile_counts),
                                    stats if is_float else 0, n, tiles)
@@ -135,11 +131,11 @@ def _radix_rows(mod: compiler.LoadedModule, x: Any, rows: int, n: int, m: int, s
     keys = [None, None]
     idx = [None, None]
     if passes > 1:
-        keys = [_scratch((total,), kdt, stream), _scratch((total,), kdt, stream)]
-        idx = [_scratch((total,), dt.uint32, stream),
-               _scratch((total,), dt.uint32, stream)]
-    hist = _scratch((rows * 256 * tiles,), dt.uint32, stream)
-    totals = _scratch((rows * 256,), dt.uint32, stream)
+        keys = [gpu_array.device_scratch((total,), kdt, stream), gpu_array.device_scratch((total,), kdt, stream)]
+        idx = [gpu_array.device_scratch((total,), dt.uint32, stream),
+               gpu_array.device_scratch((total,), dt.uint32, stream)]
+    hist = gpu_array.device_scratch((rows * 256 * tiles,), dt.uint32, stream)
+    totals = gpu_array.device_scratch((rows * 256,), dt.uint32, stream)
     blocks = rows * tiles
     nseg = rows * 256
     if tiles > SERIAL_SCAN_MAX:
@@ -221,15 +217,15 @@ def unique(flat: Any, fill: Any | None, size: int, outs: Sequence[Any], stream: 
     nuniq = None
     if n:
         x = _contiguous(flat, stream)
-        s = _scratch((n,), dtype, stream)
-        idx = _scratch((n,), dt.uint32, stream)
+        s = gpu_array.device_scratch((n,), dtype, stream)
+        idx = gpu_array.device_scratch((n,), dt.uint32, stream)
         sort_rows(x, 1, n, n, 0, s, idx, stream)
-        ex = _scratch((n,), dt.uint32, stream)
+        ex = gpu_array.device_scratch((n,), dt.uint32, stream)
         grid = grid_for(n, BLOCK, device)
         mod[f"unique_flags<{t}>"](grid, BLOCK, stream, _ptr(s), _ptr(ex), n)
         nseg = -(-n // SCAN_SEG)
-        seg_totals = _scratch((nseg,), dt.uint32, stream)
-        nuniq = _scratch((1,), dt.uint32, stream)
+        seg_totals = gpu_array.device_scratch((nseg,), dt.uint32, stream)
+        nuniq = gpu_array.device_scratch((1,), dt.uint32, stream)
         mod["seg_scan"](nseg, 1024, stream, _ptr(ex), _ptr(seg_totals), n, SCAN_SEG)
         mod["seg_scan"](1, 1024, stream, _ptr(seg_totals), _ptr(nuniq), nseg, nseg)
         mod["add_offsets"](grid, BLOCK, stream, _ptr(ex), _ptr(seg_totals), n, SCAN_SEG)
