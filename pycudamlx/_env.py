@@ -78,6 +78,10 @@ _VARS = [
              owner="mlx"),
     Variable("PYCUDAMLX_CUFFT_PLAN_CACHE", "int", 32,
              "How many cuFFT plans to keep (least recently used are destroyed).", minimum=1),
+    Variable("PYCUDAMLX_DISTRIBUTED_TIMEOUT", "int", 300,
+             "Seconds an mx.distributed operation waits for its peers before it raises, naming "
+             "the operation and the ranks (a peer that never arrives is an error, not a hang). "
+             "Read when the group is formed.", minimum=1),
     Variable("PYCUDAMLX_NULL_DRIVER", "bool", False,
              "Run the GPU code path against a null CUDA driver on the host (no kernel runs): for "
              "tests and profiling of the host cost."),
@@ -97,8 +101,9 @@ _VARS = [
 #: name -> Variable, in documentation order.
 VARIABLES: dict[str, Variable] = {v.name: v for v in _VARS}
 
-#: MLX's distributed-launch variables (read by mx.distributed.init to refuse a multi-rank launch);
-#: parsed as MLX does: MLX_WORLD_SIZE counts when it is an integer above 1, the others when set.
+#: The launch variables of mlx.launch, pycudamlx launch and the MPI launchers (read by
+#: mx.distributed.init to pick the backend or to refuse a launch it cannot join); MLX_WORLD_SIZE,
+#: OMPI_COMM_WORLD_SIZE and PMI_SIZE count when they are an integer above 1, the others when set.
 LAUNCH_VARIABLES = ("MLX_RANK", "MLX_HOSTFILE", "MLX_WORLD_SIZE", "MLX_JACCL_COORDINATOR",
                     "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 

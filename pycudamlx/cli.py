@@ -648,5 +648,52 @@ def run_cmd(module: str | None, args: tuple[str, ...]) -> None:
         raise click.exceptions.Exit(1) from None
 
 
+# ------------------------------------------------------------------------------------------------
+# launch
+
+
+@main.command("launch", context_settings={"ignore_unknown_options": True,
+                                          "allow_interspersed_args": False})
+@click.option("-n", "--ranks", "ranks", type=int, default=1, show_default=True,
+              help="Ranks to start (on each host of --hostfile).")
+@click.option("--backend", type=click.Choice(["any", "mpi"]), default="any", show_default=True,
+              help="The communication backend of the ranks (MPI: the only one here).")
+@click.option("--hostfile", type=click.Path(dir_okay=False), default=None,
+              help="mlx.launch's JSON hostfile: a list of {\"ssh\": host, ...}; the MPI "
+                   "launcher reaches them over ssh.")
+@click.option("--env", "env", multiple=True, metavar="NAME=VALUE",
+              help="Set a variable in every rank (repeatable).")
+@click.option("--mpi-arg", "mpi_args", multiple=True, metavar="ARG",
+              help="Pass ARG to mpiexec (repeatable).")
+@click.option("--python", "python", default=None, metavar="PATH",
+              help="The Python the ranks run (default: this one).")
+@click.option("--dry-run", is_flag=True, help="Print the command instead of running it.")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def launch_cmd(ranks: int, backend: str, hostfile: str | None, env: tuple[str, ...],
+               mpi_args: tuple[str, ...], python: str | None, dry_run: bool,
+               args: tuple[str, ...]) -> None:
+    """Run SCRIPT ARGS... (or -m MODULE ARGS...) as N ranks of one mx.distributed job, as
+    mlx.launch does: output prefixed with the rank, one GPU per rank, every rank stopped when
+    one fails (docs/distributed.md)."""
+    from .distributed import launch as launcher
+
+    if not args:
+        raise click.UsageError("give a script to run: pycudamlx launch -n N script.py [args]")
+    if args[0] != "-m" and not os.path.isfile(args[0]):
+        raise click.ClickException(f"No such script: {args[0]}")
+    try:
+        hosts = launcher.read_hostfile(hostfile) if hostfile else None
+        if dry_run:
+            p = launcher.plan(ranks, args, hosts=hosts, env=env, python=python,
+                              mpi_args=mpi_args)
+            click.echo(" ".join(p.command))
+            return
+        code = launcher.launch(ranks, args, hosts=hosts, env=env, python=python,
+                               mpi_args=mpi_args)
+    except launcher.LaunchError as exc:
+        raise click.ClickException(str(exc)) from None
+    raise click.exceptions.Exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main(prog_name="pycudamlx")

@@ -14,6 +14,8 @@ import pytest
 
 import pycudamlx.core as mx
 import pycudamlx.nn as nn
+from pycudamlx.core import distributed as dist_api
+from pycudamlx.distributed import mpi
 
 mlx = pytest.importorskip("mlx.core")
 mlx_nn = pytest.importorskip("mlx.nn")
@@ -28,9 +30,17 @@ LAUNCH_ENV = ("MLX_RANK", "MLX_HOSTFILE", "MLX_WORLD_SIZE", "MLX_JACCL_COORDINAT
 
 @pytest.fixture(autouse=True)
 def _no_launch_environment(monkeypatch):
-    """Both libraries see a plain single-process environment (no mlx.launch / mpirun)."""
+    """Both libraries see a plain single-process environment (no mlx.launch / mpirun), and no
+    group formed by an earlier test."""
     for name in LAUNCH_ENV:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(dist_api, "_FORMED", {})
+
+
+@pytest.fixture
+def no_mpi(monkeypatch):
+    """As on MLX's CPU wheel (no MPI library): init(strict=True) has MLX's errors to compare."""
+    monkeypatch.setattr(mpi, "available", lambda: False)
 
 
 def _outcome(call):
@@ -140,14 +150,21 @@ def test_split_argument_types(args):
 
 
 @pytest.mark.parametrize("backend", ["any", "mpi", "ring", "nccl", "jaccl", "foo", "", "RING"])
-def test_is_available_is_false_here(backend):
-    # Our documented choice: no multi-process backend exists, so every answer is False (MLX's
-    # CPU wheel answers True for "any"/"ring"; the names MLX answers False for agree).
-    assert mx.distributed.is_available(backend) is False
-    assert mx.distributed.is_available(backend=backend) is False
+def test_is_available_says_whether_mpi_loads(backend):
+    # "mpi" and "any" can be instantiated where mpi4py and an MPI library load; ring, NCCL and
+    # JACCL are not implemented (MLX's CPU wheel answers True for "any"/"ring" through its ring
+    # backend; the names it answers False for agree).
+    want = mpi.available() and backend in ("any", "mpi")
+    assert mx.distributed.is_available(backend) is want
+    assert mx.distributed.is_available(backend=backend) is want
     if backend not in ("any", "ring"):
         assert mlx.distributed.is_available(backend) is False
-    assert mx.distributed.is_available() is False
+    assert mx.distributed.is_available() is mpi.available()
+
+
+def test_is_available_without_mpi(no_mpi):
+    for backend in ("any", "mpi", "ring", "nccl", "jaccl"):
+        assert mx.distributed.is_available(backend) is False
 
 
 @pytest.mark.parametrize("arg", [1, None, b"any", ["ring"]])
@@ -166,7 +183,7 @@ def test_init_non_strict_returns_the_singleton_group(backend):
 
 
 @pytest.mark.parametrize("backend", ["any", "mpi", "ring", "nccl", "jaccl"])
-def test_init_strict_raises_mlxs_error(backend):
+def test_init_strict_raises_mlxs_error(backend, no_mpi):
     _same_error(lambda lib: lib.distributed.init(True, backend))
     _same_error(lambda lib: lib.distributed.init(strict=True, backend=backend))
     if backend == "any":
@@ -207,20 +224,28 @@ def test_init_argument_types(call):
     _same_error(call)
 
 
-@pytest.mark.parametrize("env", [{"MLX_WORLD_SIZE": "2"}, {"OMPI_COMM_WORLD_SIZE": "4"},
-                                 {"PMI_SIZE": "2"}, {"MLX_JACCL_COORDINATOR": "10.0.0.1:1234"},
+@pytest.mark.parametrize("env", [{"MLX_WORLD_SIZE": "2"}, {"MLX_JACCL_COORDINATOR": "10.0.0.1:1234"},
                                  {"MLX_RANK": "1", "MLX_HOSTFILE": "/nonexistent/hosts.json"}])
 @pytest.mark.parametrize("strict", [False, True])
-def test_init_refuses_a_multi_process_launch(monkeypatch, env, strict):
-    # One rank of a launch of several must not silently train alone on a singleton group.
+def test_init_refuses_a_launch_it_cannot_join(monkeypatch, env, strict):
+    # One rank of an mlx.launch ring/NCCL/JACCL launch must not silently train alone.
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    with pytest.raises(RuntimeError, match="launched as one of several ranks.*no multi-process"):
+    with pytest.raises(RuntimeError, match="launched as one of several ranks.*cannot join"):
+        mx.distributed.init(strict)
+
+
+@pytest.mark.parametrize("env", [{"OMPI_COMM_WORLD_SIZE": "4"}, {"PMI_SIZE": "2"}])
+@pytest.mark.parametrize("strict", [False, True])
+def test_init_under_an_mpi_launch_needs_mpi(monkeypatch, env, strict, no_mpi):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(RuntimeError, match="launched as one of several ranks.*mpi4py"):
         mx.distributed.init(strict)
     assert mx.distributed.is_available() is False
 
 
-def test_init_accepts_a_one_rank_launch(monkeypatch, tmp_path):
+def test_init_accepts_a_one_rank_launch(monkeypatch, tmp_path, no_mpi):
     hosts = tmp_path / "hosts.json"
     hosts.write_text(json.dumps([{"ssh": "localhost", "ips": ["127.0.0.1"]}]))
     monkeypatch.setenv("MLX_RANK", "0")

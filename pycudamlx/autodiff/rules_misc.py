@@ -1,5 +1,5 @@
-"""VJP rules of matmul, sort, mx.fast, and the primitives with no gradient (creation, random,
-search, bit views).
+"""VJP rules of matmul, sort, mx.fast, the distributed collectives, and the primitives with no
+gradient (creation, random, search, bit views).
 
 The fused mx.fast ops are differentiated through a reference composition of public ops (the
 forward formula of their CPU implementation), recomputed in the backward pass, except RoPE: a
@@ -13,8 +13,9 @@ from typing import Any, Callable
 from .. import core as mx
 from .. import dtypes as dt
 from ..core.array import make
-from ..graph.primitives import (bitview, creation, fast as F, fft as FFT, matmul as M,
-                                quantize as QM, random as RND, shape as SH, sorting as S)
+from ..graph.primitives import (bitview, creation, distributed as D, fast as F, fft as FFT,
+                                matmul as M, quantize as QM, random as RND, shape as SH,
+                                sorting as S)
 from .custom import NoDerivative
 from .registry import register, register_single
 
@@ -276,3 +277,37 @@ def _no_derivative(prim: Any, inputs: tuple, outs: list, cts: list, wanted: list
         if wanted[1 + i]:
             raise exc(message)
     return [cts[0]] + [None] * (len(inputs) - 1)
+
+
+# ---- mx.distributed ----------------------------------------------------------------------
+# MLX's rules: the vjp of all_sum/all_max/all_min is the cotangent itself and that of
+# all_gather this rank's block of it; their jvps reduce (gather) the tangents. A jvp here is the
+# transpose of a vjp, so its first pass builds nodes whose own vjp is the reduction (gather).
+
+
+@register_single(D.AllReduce)
+def _all_reduce(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
+    from .engine import jvp_mode
+
+    if not (jvp_mode() or prim.jvp_transposed):
+        return [ct]
+    return [make(D.AllReduce(prim.comm, prim.op, True), (ct,), ct.shape, ct.dtype, out._stream)]
+
+
+@register_single(D.AllGather)
+def _all_gather(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
+    from .engine import jvp_mode
+
+    x = inputs[0]
+    if jvp_mode():
+        return [make(D.RankShard(prim.comm, x.ndim == 0), (ct,), x.shape, ct.dtype, out._stream)]
+    rank = prim.comm.rank()
+    if x.ndim == 0:
+        return [ct[rank]]
+    n = x.shape[0]
+    return [ct[rank * n:(rank + 1) * n]]
+
+
+@register_single(D.RankShard)
+def _rank_shard(prim: Any, inputs: tuple, out: Any, ct: Any, wanted: list) -> list:
+    return [make(D.AllGather(prim.comm), (ct,), inputs[0].shape, ct.dtype, out._stream)]

@@ -1,24 +1,23 @@
-"""``mx.distributed``: MLX's communication API for one process (a group of size 1).
+"""``mx.distributed``: MLX's communication API, over MPI (pycudamlx/distributed/mpi.py).
 
-pycudamlx has no multi-process backend (no ring, MPI, NCCL or JACCL transport). Every group is
-the singleton group MLX itself returns from ``init()`` when no backend is configured, and every
-operation behaves as MLX 0.32.4's does on such a group:
+A program started as several ranks (``pycudamlx launch -n N script.py``, or mpiexec/mpirun/
+srun) gets the MPI world from ``init()``; its collectives and transfers are lazy nodes
+(graph/primitives/distributed.py) that communicate when evaluated, on every dtype MLX has, with
+MLX's shapes, errors and derivatives (the vjp of a reduction passes the cotangent through, of
+``all_gather`` takes this rank's block; jvps reduce or gather the tangents; ``sum_scatter``
+has neither, as in MLX). ``Group.split`` is MPI_Comm_split.
 
-* ``all_sum``/``all_gather``/``all_max``/``all_min``/``sum_scatter`` return their input's value
-  as a new array object (an alias node: no copy, no kernel, on the input's stream), so
-  gradients, jvps and vmap pass through unchanged, as MLX's do (MLX returns the input itself);
-* ``send``/``recv``/``recv_like`` raise MLX's ValueError ("Cannot send to a singleton group" /
-  "Cannot recv from a singleton group") and ``Group.split`` its RuntimeError;
-* ``init(strict=True)`` raises MLX's RuntimeError for the backend asked for, and an unknown
-  backend name MLX's ValueError.
+A process started alone gets the singleton group MLX itself returns when no backend is
+configured, and every operation behaves as MLX 0.32.4's does on it: the collectives return
+their input's value as a new array object (an alias node: no copy, no kernel, on the input's
+stream; gradients, jvps and vmap pass through), ``send``/``recv``/``recv_like`` raise MLX's
+ValueError and ``Group.split`` its RuntimeError; a group of one MPI process behaves the same
+except that it can be split.
 
-``is_available()`` answers False for every backend (MLX's Linux CPU wheel says True for
-"ring" and "any" because it can open a ring group; we cannot): scripts that check it before
-distributing take their single-process path, and ``init()`` still returns the singleton group
-for scripts that call it unconditionally. When the environment says that this process was
-launched as one rank of several (``mlx.launch``'s MLX_RANK/MLX_HOSTFILE/MLX_WORLD_SIZE/
-MLX_JACCL_COORDINATOR, or mpirun's OMPI_COMM_WORLD_SIZE/PMI_SIZE above 1), ``init`` raises
-instead of returning a singleton group: each rank would otherwise train alone, silently.
+``is_available("mpi")`` (and "any") is True where mpi4py and an MPI library load; "ring",
+"nccl" and "jaccl" are not implemented (False; ``init(strict=True)`` raises MLX's errors for
+them). A process that mlx.launch started as one rank of a ring/NCCL/JACCL launch gets a
+RuntimeError from ``init`` whatever ``strict`` is: each rank would otherwise train alone.
 """
 
 from __future__ import annotations
@@ -31,7 +30,9 @@ import numpy as np
 from .. import _env
 from .. import dtypes as dt
 from . import device as dev
+from ..graph.primitives import distributed as _D
 from ._nanobind import argument_error
+from ._shape_rules import shape_text
 from .array import _ALIAS, array, make
 
 __all__ = ["Group", "init", "is_available", "all_sum", "all_gather", "all_max", "all_min",
@@ -60,11 +61,6 @@ _STRICT_ERRORS = {
     "nccl": "Cannot initialize nccl distributed backend.",
     "jaccl": "Cannot initialize jaccl distributed backend.",
 }
-
-_NO_BACKEND = ("pycudamlx runs one process: it has no multi-process communication backend "
-               "(ring, MPI, NCCL or JACCL), so mx.distributed offers only the singleton group "
-               "(see docs/distributed.md)")
-
 
 def _type_error(fn: str, *args: Any) -> TypeError:
     """nanobind's TypeError for ``mx.distributed.<fn>`` called with wrongly typed arguments
@@ -96,28 +92,35 @@ def _is_group(g: Any) -> bool:
 
 
 class Group:
-    """A group of MLX processes that can communicate; here always the singleton group (this
-    process, rank 0 of 1). Made by ``init()``, not constructed directly (as in MLX)."""
+    """A group of processes that can communicate. Made by ``init()`` (or ``split``), not
+    constructed directly (as in MLX); without a launch it is the singleton group (this process,
+    rank 0 of 1)."""
 
-    __slots__ = ()
+    __slots__ = ("_comm",)
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Group":
         raise TypeError("mlx.core.distributed.Group: no constructor defined!")
 
     def rank(self) -> int:
-        """The rank of this process in the group: 0."""
-        return 0
+        """The rank of this process in the group."""
+        return 0 if self._comm is None else self._comm.rank()
 
     def size(self) -> int:
-        """The number of processes in the group: 1."""
-        return 1
+        """The number of processes in the group."""
+        return 1 if self._comm is None else self._comm.size()
 
     def split(self, color: int, key: int = -1) -> "Group":
-        """MLX's subgroup split; a singleton group cannot be split (MLX's RuntimeError)."""
+        """The subgroup of the ranks that pass the same ``color``, ordered by ``key`` (by rank
+        where ``key`` is negative), as MPI_Comm_split; every rank of the group must call it.
+        The singleton group cannot be split (MLX's RuntimeError)."""
         if not _is_int(color) or not _is_int(key):
             raise dt._incompatible_arguments("split(self, color: int, key: int = -1) -> Group",
                                              self, color, *(() if key == -1 else (key,)))
-        raise RuntimeError("Cannot split the distributed group further.")
+        if self._comm is None:
+            raise RuntimeError("Cannot split the distributed group further.")
+        if int(color) < 0:
+            raise ValueError(f"[split] color must be non-negative but got {int(color)}.")
+        return _new_group(self._comm.split(int(color), int(key)))
 
     def __reduce__(self) -> Any:
         raise TypeError("cannot pickle 'Group' object")
@@ -127,36 +130,58 @@ class Group:
 Group.__module__ = "mlx.core.distributed"
 
 
-def _new_group() -> Group:
-    return object.__new__(Group)
+def _new_group(comm: Any = None) -> Group:
+    g = object.__new__(Group)
+    g._comm = comm
+    return g
+
+
+#: The communicator each backend name formed in this process (MLX keeps one group per backend;
+#: "any" maps to the one it picked). None: the singleton group.
+_FORMED: dict[str, Any] = {}
 
 
 def _group(fn: str, group: Any, *call: Any) -> Group:
     if not _is_group(group):
         raise _type_error(fn, *call)
-    return group if group is not None else _new_group()
+    return group if group is not None else init()
 
 
 def is_available(backend: str = "any") -> bool:
-    """Whether a communication backend can be instantiated: False for every name, since
-    pycudamlx has none (MLX's CPU wheel answers True for "ring"/"any"); scripts that check
-    first then run their single-process path."""
+    """Whether a communication backend can be instantiated: "mpi" (and so "any") when mpi4py
+    and an MPI library load; "ring", "nccl" and "jaccl" are not implemented here."""
     if not isinstance(backend, str):
         raise _type_error("is_available", backend)
+    if backend in ("any", "mpi"):
+        return _mpi().available()
     return False
 
 
-def _launched_ranks() -> str | None:
-    """The environment variables that say this process is one rank of a multi-process launch
-    (mlx.launch's or mpirun's), as text for the error; None when it runs alone."""
+def _mpi() -> Any:
+    from ..distributed import mpi
+    return mpi
+
+
+def _mpi_launch() -> str | None:
+    """The variable that says an MPI launcher started this process as one rank of several."""
+    env = _env.launch_environment()
+    for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
+        value = env.get(name, "")
+        if value.strip().isdigit() and int(value) > 1:
+            return f'{name}="{value}"'
+    return None
+
+
+def _other_launch() -> str | None:
+    """The variables that say this process is one rank of an mlx.launch ring, NCCL or JACCL
+    launch (which pycudamlx cannot join), as text for the error; None when there is none."""
     env = _env.launch_environment()
     rank, hostfile = env.get("MLX_RANK", ""), env.get("MLX_HOSTFILE", "")
     if rank and hostfile and _hostfile_hosts(hostfile) != 1:
         return f'MLX_RANK="{rank}" and MLX_HOSTFILE="{hostfile}"'
-    for name in ("MLX_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
-        value = env.get(name, "")
-        if value.strip().isdigit() and int(value) > 1:
-            return f'{name}="{value}"'
+    value = env.get("MLX_WORLD_SIZE", "")
+    if value.strip().isdigit() and int(value) > 1:
+        return f'MLX_WORLD_SIZE="{value}"'
     if env.get("MLX_JACCL_COORDINATOR"):
         return f'MLX_JACCL_COORDINATOR="{env["MLX_JACCL_COORDINATOR"]}"'
     return None
@@ -172,24 +197,44 @@ def _hostfile_hosts(path: str) -> int | None:
     return len(hosts) if isinstance(hosts, list) else None
 
 
-def init(strict: bool = False, backend: str = "any", *_extra: Any,
-         all_gather_factory: Callable[[int, int], Callable[[bytes, int], bytes]] | None = None
-         ) -> Group:
-    """The global communication group: the singleton group. ``strict=True`` raises MLX's
-    RuntimeError for ``backend`` (none can be initialized here); so does a launch of several
-    ranks (see the module docstring), whatever ``strict`` is."""
-    if (_extra or (strict is not True and strict is not False) or not isinstance(backend, str)
-            or not (all_gather_factory is None or callable(all_gather_factory))):
-        raise _type_error("init", strict, backend, *_extra)
-    if all_gather_factory is not None and backend != "jaccl":
-        raise ValueError("all_gather_factory is only supported with backend='jaccl'.")
-    if backend not in _BACKENDS:
-        raise ValueError("[distributed] The only valid values for backend are 'any', 'mpi', "
-                         f"'nccl', 'jaccl' and 'ring' but '{backend}' was provided.")
-    launched = _launched_ranks()
-    if launched is not None:
-        raise RuntimeError(f"[distributed] This process was launched as one of several ranks "
-                           f"({launched}), but {_NO_BACKEND}. Run one process.")
+def _mpi_world(launched: str | None) -> Any:
+    """The MPI world's communicator; RuntimeError naming what to install when MPI is absent."""
+    mpi = _mpi()
+    if not mpi.available():
+        where = f"This process was launched as one of several ranks ({launched}), but " \
+            if launched else ""
+        raise RuntimeError(f"[distributed] {where}mpi4py or an MPI library is missing: "
+                           f"{mpi.INSTALL_HINT} ({mpi.unavailable_reason()}).")
+    comm = mpi.world(int(_env.get("PYCUDAMLX_DISTRIBUTED_TIMEOUT")))
+    want = mpi.launched_size()
+    if launched and comm.size() != want:
+        raise RuntimeError(f"[distributed] The launcher says {launched} but the MPI world has "
+                           f"{comm.size()} rank(s): this Python's mpi4py uses another MPI than "
+                           "the launcher (start it with the mpiexec of the same installation, "
+                           "or `pycudamlx launch`).")
+    return comm
+
+
+def _form(strict: bool, backend: str) -> Any:
+    """The communicator ``init(strict, backend)`` gives (None: the singleton group)."""
+    mpi_launch = _mpi_launch()
+    other = None if mpi_launch else _other_launch()
+    if other is not None:
+        raise RuntimeError(
+            f"[distributed] This process was launched as one of several ranks ({other}) of a "
+            "ring, NCCL or JACCL launch, which pycudamlx cannot join: its backend is MPI. Start "
+            "the program with `pycudamlx launch -n N script.py` (or mpiexec).")
+    if backend in ("mpi", "any") and (mpi_launch or backend == "mpi" or strict):
+        if mpi_launch or _mpi().available():
+            return _mpi_world(mpi_launch)
+        if strict:
+            raise RuntimeError(_STRICT_ERRORS[backend])
+        return None
+    if mpi_launch:
+        raise RuntimeError(
+            f"[distributed] This process was launched by MPI as one of several ranks "
+            f"({mpi_launch}), but backend='{backend}' is not available in pycudamlx: use "
+            "backend='mpi' or 'any'.")
     if strict:
         if backend == "ring":
             env = _env.launch_environment()
@@ -198,7 +243,32 @@ def init(strict: bool = False, backend: str = "any", *_extra: Any,
                 f"and a hostfile (MLX_HOSTFILE) but provided MLX_RANK=\"{env.get('MLX_RANK', '')}"
                 f"\" and MLX_HOSTFILE=\"{env.get('MLX_HOSTFILE', '')}\"")
         raise RuntimeError(_STRICT_ERRORS[backend])
-    return _new_group()
+    return None
+
+
+def init(strict: bool = False, backend: str = "any", *_extra: Any,
+         all_gather_factory: Callable[[int, int], Callable[[bytes, int], bytes]] | None = None
+         ) -> Group:
+    """The global communication group. Under an MPI launch (``pycudamlx launch``, mpiexec)
+    "any" and "mpi" give the MPI world; ``backend="mpi"`` or ``strict=True`` also form an MPI
+    world of one process where MPI is installed; otherwise the singleton group, or MLX's
+    RuntimeError with ``strict=True``. A launch pycudamlx cannot join (mlx.launch's ring,
+    NCCL, JACCL) raises whatever ``strict`` is: each rank would otherwise train alone."""
+    if (_extra or (strict is not True and strict is not False) or not isinstance(backend, str)
+            or not (all_gather_factory is None or callable(all_gather_factory))):
+        raise _type_error("init", strict, backend, *_extra)
+    if all_gather_factory is not None and backend != "jaccl":
+        raise ValueError("all_gather_factory is only supported with backend='jaccl'.")
+    if backend not in _BACKENDS:
+        raise ValueError("[distributed] The only valid values for backend are 'any', 'mpi', "
+                         f"'nccl', 'jaccl' and 'ring' but '{backend}' was provided.")
+    comm = _FORMED.get(backend)
+    if comm is None:
+        comm = _form(strict, backend)
+        if comm is not None:
+            _FORMED[backend] = comm
+            _FORMED.setdefault("any", comm)
+    return _new_group(comm)
 
 
 def _operand(fn: str, x: Any, *call: Any) -> array:
@@ -214,49 +284,102 @@ def _operand(fn: str, x: Any, *call: Any) -> array:
     return array(x)
 
 
-def _collective(fn: str, x: Any, group: Any, stream: Any, extra: tuple) -> array:
-    """A collective over the singleton group: the value of ``x`` as a new array (MLX returns
-    its input; an alias node keeps our in-place-update semantics and passes gradients)."""
+def _checked(fn: str, x: Any, group: Any, stream: Any, extra: tuple
+             ) -> tuple[array, Any, dev.Stream]:
+    """The operand, the group's communicator (None for a group of one) and the stream."""
     if extra or not _is_group(group) or not _is_stream(stream):
         raise _type_error(fn, x, *extra)
     a = _operand(fn, x, x)
-    return make(_ALIAS, (a,), a._shape, a._dtype, a._stream or dev.resolve_stream(None))
+    comm = _group(fn, group, x)._comm
+    if comm is not None and comm.size() == 1:
+        comm = None
+    if comm is None:
+        # MLX's group of one creates no op and ignores ``stream``: the input's own stream.
+        return a, None, a._stream or dev.resolve_stream(None)
+    return a, comm, dev.resolve_stream(stream)
+
+
+def _alias(a: array, stream: dev.Stream) -> array:
+    """The value of ``a`` as a new array (MLX returns its input; an alias node keeps our
+    in-place-update semantics and passes gradients)."""
+    return make(_ALIAS, (a,), a._shape, a._dtype, stream)
+
+
+def _all_reduce(fn: str, op: str, x: Any, group: Any, stream: Any, extra: tuple) -> array:
+    a, comm, s = _checked(fn, x, group, stream, extra)
+    if comm is None:
+        return _alias(a, s)
+    return make(_D.AllReduce(comm, op), (a,), a._shape, a._dtype, s)
 
 
 def all_sum(x: array, *_extra: Any, group: Group | None = None, stream: Any = None) -> array:
-    """Sum of ``x`` over the group's processes: ``x``'s value for one process."""
-    return _collective("all_sum", x, group, stream, _extra)
+    """Sum of ``x`` over the group's processes (``x``'s value for one process)."""
+    return _all_reduce("all_sum", "sum", x, group, stream, _extra)
+
+
+def all_max(x: array, *_extra: Any, group: Group | None = None, stream: Any = None) -> array:
+    """Elementwise maximum of ``x`` over the group's processes."""
+    return _all_reduce("all_max", "max", x, group, stream, _extra)
+
+
+def all_min(x: array, *_extra: Any, group: Group | None = None, stream: Any = None) -> array:
+    """Elementwise minimum of ``x`` over the group's processes."""
+    return _all_reduce("all_min", "min", x, group, stream, _extra)
 
 
 def all_gather(x: array, *_extra: Any, group: Group | None = None, stream: Any = None
                ) -> array:
-    """``x`` of every process concatenated along the first axis: ``x``'s value for one."""
-    return _collective("all_gather", x, group, stream, _extra)
-
-
-def all_max(x: array, *_extra: Any, group: Group | None = None, stream: Any = None) -> array:
-    """Elementwise maximum of ``x`` over the group's processes: ``x``'s value for one."""
-    return _collective("all_max", x, group, stream, _extra)
-
-
-def all_min(x: array, *_extra: Any, group: Group | None = None, stream: Any = None) -> array:
-    """Elementwise minimum of ``x`` over the group's processes: ``x``'s value for one."""
-    return _collective("all_min", x, group, stream, _extra)
+    """``x`` of every process concatenated along the first axis, in rank order (0-d inputs
+    make a vector of one entry per rank)."""
+    a, comm, s = _checked("all_gather", x, group, stream, _extra)
+    if comm is None:
+        return _alias(a, s)
+    n = comm.size()
+    shape = (n,) if not a._shape else (n * a._shape[0],) + a._shape[1:]
+    return make(_D.AllGather(comm), (a,), shape, a._dtype, s)
 
 
 def sum_scatter(x: array, *_extra: Any, group: Group | None = None, stream: Any = None
                 ) -> array:
-    """This rank's first-axis shard of the sum over processes: all of ``x`` for one."""
-    return _collective("sum_scatter", x, group, stream, _extra)
+    """This rank's block of the first axis of the sum of ``x`` over the processes (the first
+    axis must divide by the group's size)."""
+    a, comm, s = _checked("sum_scatter", x, group, stream, _extra)
+    if comm is None:
+        return _alias(a, s)
+    n = comm.size()
+    if not a._shape or a._shape[0] % n:
+        raise ValueError(
+            f"[sum_scatter] Invalid shape={shape_text(a._shape)} for a group of size {n}. The "
+            "first dimension (axis 0) must be divisible by the group size and input mst have "
+            "at least one.")
+    shape = (a._shape[0] // n,) + a._shape[1:]
+    return make(_D.ReduceScatter(comm, "sum"), (a,), shape, a._dtype, s)
+
+
+def _peer(what: str, peer: int, comm: Any, singleton_error: str) -> int:
+    if comm is None:
+        raise ValueError(singleton_error)
+    peer = int(peer.__index__())
+    if peer < 0 or peer >= comm.size():
+        raise ValueError(f"Invalid {what}={peer} for a group of size {comm.size()}")
+    return peer
+
+
+def _comm_of(fn: str, group: Any, *call: Any) -> Any:
+    comm = _group(fn, group, *call)._comm
+    return None if comm is None or comm.size() == 1 else comm
 
 
 def send(x: array, dst: int, *_extra: Any, group: Group | None = None, stream: Any = None
          ) -> array:
-    """Send ``x`` to rank ``dst``: MLX's ValueError on a singleton group."""
+    """Send ``x`` to rank ``dst``: the send runs when the returned array (``x``'s value) is
+    evaluated; the receiving rank evaluates the matching ``recv``."""
     if _extra or not _is_int(dst) or not _is_group(group) or not _is_stream(stream):
         raise _type_error("send", x, dst, *_extra)
-    _operand("send", x, x, dst)
-    raise ValueError("Cannot send to a singleton group")
+    a = _operand("send", x, x, dst)
+    comm = _comm_of("send", group, x, dst)
+    dst = _peer("destination", dst, comm, "Cannot send to a singleton group")
+    return make(_D.Send(comm, dst), (a,), a._shape, a._dtype, dev.resolve_stream(stream))
 
 
 def _is_shape(shape: Any) -> bool:
@@ -267,22 +390,33 @@ def _is_shape(shape: Any) -> bool:
     return all(_is_int(d) for d in shape)
 
 
+def _recv(shape: tuple[int, ...], dtype: dt.Dtype, src: int, comm: Any, stream: Any) -> array:
+    src = _peer("source", src, comm, "Cannot recv from a singleton group")
+    if any(d < 0 for d in shape):
+        raise ValueError(f"[recv] Invalid shape {shape_text(shape)}: negative dimensions.")
+    return make(_D.Recv(comm, src), (), shape, dtype, dev.resolve_stream(stream))
+
+
 def recv(shape: Sequence[int], dtype: dt.Dtype, src: int, *_extra: Any,
          group: Group | None = None, stream: Any = None) -> array:
-    """Receive an array from rank ``src``: MLX's ValueError on a singleton group."""
+    """An array of ``shape`` and ``dtype`` received from rank ``src`` when evaluated."""
     if (_extra or not _is_shape(shape) or not isinstance(dtype, dt.Dtype) or not _is_int(src)
             or not _is_group(group) or not _is_stream(stream)):
         raise _type_error("recv", shape, dtype, src, *_extra)
-    raise ValueError("Cannot recv from a singleton group")
+    comm = _comm_of("recv", group, shape, dtype, src)
+    dims = tuple(int(d) for d in (np.asarray(shape).reshape(-1).tolist()
+                                  if isinstance(shape, (array, np.ndarray)) else shape))
+    return _recv(dims, dtype, src, comm, stream)
 
 
 def recv_like(x: array, src: int, *_extra: Any, group: Group | None = None, stream: Any = None
               ) -> array:
-    """``recv(x.shape, x.dtype, src)``: MLX's ValueError on a singleton group."""
+    """``recv(x.shape, x.dtype, src)``."""
     if _extra or not _is_int(src) or not _is_group(group) or not _is_stream(stream):
         raise _type_error("recv_like", x, src, *_extra)
-    _operand("recv_like", x, x, src)
-    raise ValueError("Cannot recv from a singleton group")
+    a = _operand("recv_like", x, x, src)
+    comm = _comm_of("recv_like", group, x, src)
+    return _recv(a._shape, a._dtype, src, comm, stream)
 
 
 def _hide_extra() -> None:

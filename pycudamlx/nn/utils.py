@@ -10,6 +10,7 @@ is missing until the transform exists.
 from __future__ import annotations
 
 from functools import wraps
+from itertools import accumulate
 from typing import Any, Callable, Optional
 
 from .. import core as mx
@@ -81,17 +82,43 @@ def checkpoint(module: Module, fn: Optional[Callable] = None) -> Callable:
 def average_gradients(gradients: Any, group: Optional[mx.distributed.Group] = None,
                       all_reduce_size: int = 32 * 1024**2,
                       communication_stream: Optional[mx.Stream] = None) -> Any:
-    """Average ``gradients`` (a tree) over the processes of ``group`` (default: the global
-    group, ``mx.distributed.init()``). pycudamlx's groups have one process, so the tree comes
-    back unchanged (the same object), as MLX returns it for a group of size 1.
-    ``all_reduce_size`` (MLX batches small arrays into one reduction of about that many bytes)
-    and ``communication_stream`` only matter with several processes."""
+    """Average ``gradients`` (a tree, the same structure on every rank) over the processes of
+    ``group`` (default: the global group, ``mx.distributed.init()``). For a group of one the
+    tree comes back unchanged (the same object), as in MLX. Otherwise, as MLX does, arrays of
+    one dtype are flattened into batches of at least ``all_reduce_size`` bytes (the last may be
+    smaller) so that each batch is one ``all_sum`` (<= 0, or mixed dtypes: one per array), and
+    the result is rebuilt with ``tree_unflatten``."""
+    from ..utils import tree_flatten, tree_map, tree_unflatten
+
     group = group or mx.distributed.init()
     n = group.size()
     if n == 1:
         return gradients
-    from ..utils import tree_map  # a group of several processes cannot exist here
 
-    return tree_map(lambda g: mx.distributed.all_sum(g, group=group,
-                                                     stream=communication_stream) / n,
-                    gradients)
+    def average(x: mx.array) -> mx.array:
+        return mx.distributed.all_sum(x, group=group, stream=communication_stream) / n
+
+    if all_reduce_size <= 0:
+        return tree_map(average, gradients)
+    flat = tree_flatten(gradients)
+    if not flat:
+        return gradients
+    dtype = flat[0][1].dtype
+    if any(g.dtype != dtype for _, g in flat):
+        return average_gradients(gradients, group, 0, communication_stream)
+    batches: list[list[int]] = [[]]
+    filled = 0
+    for i, (_, g) in enumerate(flat):
+        batches[-1].append(i)
+        filled += g.size * dtype.size
+        if filled >= all_reduce_size:
+            batches.append([])
+            filled = 0
+    averaged: list[tuple[str, mx.array]] = []
+    for batch in (b for b in batches if b):
+        sizes = [flat[i][1].size for i in batch]
+        joined = average(mx.concatenate([flat[i][1].reshape(-1) for i in batch]))
+        offsets = list(accumulate(sizes[:-1]))
+        for i, part in zip(batch, mx.split(joined, offsets)):
+            averaged.append((flat[i][0], part.reshape(flat[i][1].shape)))
+    return tree_unflatten(averaged)

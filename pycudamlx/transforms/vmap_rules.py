@@ -18,7 +18,7 @@ from .. import dtypes as dt
 from ..core.array import _Alias, array, make, make_multi
 from ..core.creation import arange, zeros
 from ..core.shape import broadcast_to, moveaxis, reshape, stack, transpose
-from ..graph.primitives import elementwise as ew
+from ..graph.primitives import distributed, elementwise as ew
 from ..graph.primitives import fast, fft, linalg, matmul, random, reduce, shape as sh, sorting
 from ..graph.primitives.shape import ViewSpec, identity_spec
 
@@ -445,6 +445,27 @@ from . import ctrees  # noqa: E402
 register(StopGradient)(_broadcasting)
 
 _RULE_RESULT = "[custom vmap] Vmap function should return a tuple with 2 items."
+
+
+@register(distributed.AllReduce)
+def _all_reduce(node: array, inputs: list, flags: list[bool], size: int) -> list[array]:
+    """Elementwise over the ranks: the whole batch in one collective (as MLX)."""
+    return _single(node, node._prim, inputs, size)
+
+
+@register(distributed.AllGather)
+def _all_gather(node: array, inputs: list, flags: list[bool], size: int) -> list[array]:
+    """Each entry gathered along its own first axis: the batch axis moves behind it for the
+    one collective and back after."""
+    x, s = inputs[0], node._stream
+    front = reshape(x, (1, size), stream=s) if x.ndim == 1 else moveaxis(x, 0, 1, stream=s)
+    shape = (node._shape[0],) + front.shape[1:]
+    return [moveaxis(make(node._prim, (front,), shape, node._dtype, s), 1, 0, stream=s)]
+
+
+@register(distributed.ReduceScatter)
+def _reduce_scatter(node: array, inputs: list, flags: list[bool], size: int) -> list[array]:
+    raise ValueError(f"[Primitive::vmap] Not implemented for {node._prim.mlx_name}.")
 
 
 @register(sh.Depends, NoDerivative)
